@@ -1,0 +1,1 @@
+"""Grading a class with nbgrader: intake, isolated autograding, feedback, export."""

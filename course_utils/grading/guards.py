@@ -1,0 +1,108 @@
+"""The forbidden-API guard: an exercise that asks you to build X fails if you call X.
+
+Two nets catch it. While the student's function runs, each forbidden function is replaced by a
+recorder that calls the original (so the function finishes and the message can be precise);
+and the function's own global names are checked for a forbidden object imported directly
+(`from torch.nn.functional import scaled_dot_product_attention as sdpa`). Any function of
+`course_utils.reference` counts as forbidden too: the reference is the answer.
+"""
+import contextlib
+import functools
+import importlib
+import sys
+
+from . import tamper
+from .errors import GradingError
+
+ATTENTION_BUILTINS = (
+    "torch.nn.functional:scaled_dot_product_attention",
+    "torch.nn.functional:multi_head_attention_forward",
+    "torch.nn:MultiheadAttention",
+)
+SOFTMAX_BUILTINS = (
+    "torch:softmax",
+    "torch.nn.functional:softmax",
+    "torch.nn.functional:log_softmax",
+    "torch:log_softmax",
+    "scipy.special:softmax",
+)
+
+
+def _resolve(entry):
+    module_name, attr = entry.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:  # scipy may be absent: nothing to forbid then
+        return None, None
+    return module, getattr(module, attr, None)
+
+
+def _reference_functions():
+    for name, module in list(sys.modules.items()):
+        if name.startswith("course_utils.reference") and module is not None:
+            for attr, value in list(vars(module).items()):
+                if callable(value) and getattr(value, "__module__", "").startswith("course_utils.reference"):
+                    yield module, attr, value
+
+
+@contextlib.contextmanager
+def _recording(entries, called):
+    patched = []
+
+    def recorder(label, original):
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            called.append(label)
+            return original(*args, **kwargs)
+        return wrapper
+
+    try:
+        for entry in entries:
+            module, obj = _resolve(entry)
+            if obj is not None:
+                patched.append((module, entry.split(":")[1], obj))
+        for module, attr, value in _reference_functions():
+            patched.append((module, attr, value))
+        for module, attr, obj in patched:
+            label = f"{module.__name__}.{attr}"
+            setattr(module, attr, recorder(label, obj))
+        yield
+    finally:
+        for module, attr, obj in patched:
+            setattr(module, attr, obj)
+
+
+def _imported_directly(fn, entries):
+    forbidden = {id(obj): entry.replace(":", ".") for entry in entries for _, obj in [_resolve(entry)] if obj is not None}
+    for _, attr, value in _reference_functions():
+        forbidden[id(value)] = f"{value.__module__}.{attr}"
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    names = set(code.co_names)
+    for const in code.co_consts:  # nested functions defined inside the student's function
+        if hasattr(const, "co_names"):
+            names |= set(const.co_names)
+    found = []
+    for name in sorted(names):
+        value = getattr(fn, "__globals__", {}).get(name)
+        if value is not None and id(value) in forbidden:
+            found.append(forbidden[id(value)])
+    return found
+
+
+def call_without(fn, args=(), kwargs=None, forbidden=(), exercise="this exercise"):
+    """Call fn(*args, **kwargs); GradingError if it used a forbidden function."""
+    tamper.verify()
+    found = _imported_directly(fn, forbidden)
+    called = []
+    with _recording(forbidden, called):
+        result = fn(*args, **(kwargs or {}))
+    used = sorted(set(found) | set(called))
+    if used:
+        raise GradingError(
+            f"Your code uses {', '.join(used)}: {exercise} asks you to build it yourself "
+            "from matrix products and a softmax, so that function is off limits here."
+        )
+    tamper.verify()
+    return result

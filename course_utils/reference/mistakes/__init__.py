@@ -1,0 +1,108 @@
+"""The mistake catalogue: how a wrong answer is recognised and named.
+
+Instructor side, as secret as the reference: recognising a mistake means computing it.
+
+An `Exercise` bundles what the hidden tests of one exercise need: the reference, the inputs
+to try (random but fixed per exercise, so grading is repeatable), how to compare outputs, the
+functions the student may not call, and the catalogue of `Mistake`s. `Exercise.check(fn)`:
+
+1. runs the student's function on every case under the forbidden-API guard;
+2. passes if every output matches the reference;
+3. otherwise looks for the catalogued mistake whose output the student's output equals, and
+   raises `GradingError` with that mistake's message ("did you divide by d_k instead of ...?");
+4. otherwise raises `GradingError` describing the first mismatch.
+
+The same catalogue drives the mutation tests (tests/exercises): every mistake, fed to the
+notebook's test cell, must fail it with its own message.
+"""
+import copy
+import dataclasses
+import zlib
+from typing import Callable, Sequence
+
+from course_utils.grading import GradingError, call_without, mismatch, tamper
+
+
+@dataclasses.dataclass(frozen=True)
+class Mistake:
+    """A common wrong answer: `compute` has the exercise's signature and returns the wrong result."""
+
+    name: str
+    message: str
+    compute: Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class Exercise:
+    grade_id: str
+    function_name: str
+    reference: Callable
+    make_cases: Callable  # (torch.Generator or numpy Generator seed: int) -> list of (args, kwargs)
+    mistakes: Sequence[Mistake] = ()
+    forbidden: Sequence[str] = ()
+    output_names: Sequence[str] = ("your result",)
+    atol: float = 1e-5
+    rtol: float = 1e-4
+
+    @property
+    def seed(self):
+        """Fixed per exercise: two gradings of the same notebook give the same result."""
+        return zlib.crc32(self.grade_id.encode())
+
+    def cases(self):
+        return self.make_cases(self.seed)
+
+    def _outputs(self, result):
+        if len(self.output_names) == 1:
+            return (result,)
+        if not isinstance(result, (tuple, list)) or len(result) != len(self.output_names):
+            raise GradingError(
+                f"`{self.function_name}` should return {len(self.output_names)} values "
+                f"({', '.join(self.output_names)}), but it returned {type(result).__name__}"
+                + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "") + "."
+            )
+        return tuple(result)
+
+    def difference(self, got, expected):
+        """None if the outputs agree, else a sentence about the first output that differs."""
+        for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
+            problem = mismatch(g, e, atol=self.atol, rtol=self.rtol, name=name)
+            if problem:
+                return problem
+        return None
+
+    def matching_mistake(self, results):
+        """The first catalogued mistake whose outputs equal the student's on every case."""
+        for mistake in self.mistakes:
+            if all(
+                self.difference(got, mistake.compute(*copy.deepcopy(args), **copy.deepcopy(kwargs))) is None
+                for (args, kwargs), got in results
+            ):
+                return mistake
+        return None
+
+    def check(self, student_fn):
+        """Raise GradingError naming the mistake if `student_fn` is wrong; return None if right."""
+        tamper.verify()
+        results = []
+        for args, kwargs in self.cases():
+            # Fresh copies: a function that edits its inputs in place must not change the expected answer.
+            got = call_without(
+                student_fn, copy.deepcopy(args), copy.deepcopy(kwargs), forbidden=self.forbidden,
+                exercise=f"`{self.function_name}`",
+            )
+            results.append(((args, kwargs), got))
+        tamper.verify()
+        for (args, kwargs), got in results:
+            problem = self.difference(got, self.reference(*copy.deepcopy(args), **copy.deepcopy(kwargs)))
+            if problem:
+                mistake = self.matching_mistake(results)
+                if mistake is not None:
+                    raise GradingError(f"`{self.function_name}`: {mistake.message}")
+                raise GradingError(f"`{self.function_name}` gives a wrong answer on a hidden test case: {problem}")
+        return None
+
+
+def check(exercises, grade_id, student_fn):
+    """Look up an exercise by grade id in a topic's catalogue and check a student's function."""
+    return exercises[grade_id].check(student_fn)
