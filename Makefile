@@ -8,7 +8,7 @@ READY   := $(VENV)/.ready
 ASSIGNMENTS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
 PYTEST_ARGS ?=
 
-.PHONY: lab release test grade bench bundle setup clean
+.PHONY: lab release test grade bench bundle setup clean execute
 
 setup: $(READY)
 
@@ -48,3 +48,8 @@ bundle: $(READY)
 
 clean:
 	rm -rf $(VENV) dist .pytest_cache
+
+# Re-run a source notebook and store its outputs: make execute NB=solutions/05_self_attention/self_attention.ipynb
+execute: $(READY)
+	@test -n "$(NB)" || { echo "usage: make execute NB=solutions/NN_topic/topic.ipynb"; exit 2; }
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace "$(NB)"

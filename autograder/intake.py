@@ -1,0 +1,263 @@
+"""Intake: turn a folder or an LMS zip into clean, staged submissions plus a list of problems.
+
+Why a separate step: everything that comes from students is untrusted, including file names.
+Intake copies only regular files (never symlinks), with checked names and sizes, into a staging
+folder laid out `<student>/<assignment>/<notebook>.ipynb`, parses every notebook once, and
+reports each thing it had to skip in words a person understands. Grading then only ever reads
+the staging folder, so a bad submission is refused here, before a kernel starts.
+
+Inputs:
+- a folder `<student>/<assignment>/<notebook>.ipynb` (what `nbgrader collect` produces); or
+- an LMS zip, either holding that same layout, or flat files named by the LMS. Flat names are
+  parsed with nbgrader's own zip_collect plugin (`FileNameCollectorPlugin`) and its
+  `named_regexp`, which must capture `student_id` and `file_id` (the notebook file name) and may
+  capture `assignment_id`. The default fits Canvas/Moodle-style names such as
+  `smithjane_12345_67890_self_attention.ipynb`; set
+  `c.FileNameCollectorPlugin.named_regexp` in nbgrader_config.py or pass `--lms-pattern`.
+"""
+import json
+import os
+import re
+import shutil
+import stat
+import zipfile
+from dataclasses import dataclass, field
+
+DEFAULT_LMS_PATTERN = (r"^(?:.*/)?(?P<student_id>[A-Za-z0-9][A-Za-z0-9.@-]*)_(?:late_)?"
+                       r"(?:\d+_)*(?P<file_id>[A-Za-z][A-Za-z0-9_-]*\.ipynb)$")
+STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+IGNORED = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store", "Thumbs.db"}
+
+
+@dataclass
+class Problem:
+    student_id: str
+    assignment: str
+    problem: str
+
+
+@dataclass
+class Submission:
+    student_id: str
+    assignment: str
+    files: dict = field(default_factory=dict)  # notebook file name -> staged path
+
+
+@dataclass
+class IntakeResult:
+    submissions: list
+    problems: list
+    students: set
+    attempted: set = field(default_factory=set)  # (student, assignment) pairs with a folder
+
+
+def _ignored(name):
+    return name in IGNORED or name.startswith(".") or name.startswith("~$")
+
+
+def _check_notebook(path):
+    """None when the file is a readable nbformat-4 notebook, else a reason."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except UnicodeDecodeError:
+        return "is not a text file (is it really a notebook?)"
+    except json.JSONDecodeError as exc:
+        return f"is not valid notebook JSON (line {exc.lineno}: {exc.msg}); open it in JupyterLab and save it again"
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        return "is JSON but not a Jupyter notebook (no cell list)"
+    try:
+        import nbformat
+        nbformat.validate(nbformat.from_dict(data))
+    except Exception as exc:  # noqa: BLE001
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        return f"is not a valid notebook ({first})"
+    return None
+
+
+def _safe_extract(zip_path, dest, max_file_bytes, max_total_bytes, problems):
+    """Extract regular files only, refusing absolute paths, '..', links and oversize entries."""
+    total = 0
+    with zipfile.ZipFile(zip_path) as zf:
+        for info in zf.infolist():
+            name = info.filename
+            if info.is_dir():
+                continue
+            parts = [p for p in name.replace("\\", "/").split("/") if p]
+            mode = (info.external_attr >> 16) & 0o170000
+            if name.startswith("/") or ".." in parts or not parts:
+                problems.append(Problem("", "", f"zip entry '{name}' has an unsafe path and was skipped"))
+                continue
+            if mode and mode != stat.S_IFREG:
+                problems.append(Problem("", "", f"zip entry '{name}' is not a regular file and was skipped"))
+                continue
+            if any(_ignored(p) for p in parts):
+                continue
+            if info.file_size > max_file_bytes:
+                problems.append(Problem("", "", f"zip entry '{name}' is {info.file_size / 2**20:.0f} MB, "
+                                        f"over the {max_file_bytes / 2**20:.0f} MB limit, and was skipped"))
+                continue
+            total += info.file_size
+            if total > max_total_bytes:
+                raise ValueError(f"the zip expands to more than {max_total_bytes / 2**30:.1f} GB")
+            target = os.path.join(dest, *parts)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with zf.open(info) as src, open(target, "wb") as out:
+                shutil.copyfileobj(src, out)
+
+
+def _flat_files(root):
+    found = []
+    for base, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not _ignored(d))
+        for name in sorted(files):
+            if not _ignored(name):
+                found.append(os.path.join(base, name))
+    return found
+
+
+def _is_layout(root, assignments):
+    """True when root looks like <student>/<assignment>/... for at least one known assignment."""
+    for student in os.listdir(root):
+        path = os.path.join(root, student)
+        if os.path.isdir(path) and not os.path.islink(path):
+            if any(a in assignments for a in os.listdir(path)):
+                return True
+    return False
+
+
+def _from_lms_names(root, staging, assignments, pattern, problems):
+    """Re-lay flat LMS files as <student>/<assignment>/<notebook> using nbgrader's collector."""
+    from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
+
+    collector = FileNameCollectorPlugin(named_regexp=pattern)
+    by_notebook = {nb: a for a, nbs in assignments.items() for nb in nbs}
+    laid = os.path.join(staging, "_lms")
+    for path in _flat_files(root):
+        rel = os.path.relpath(path, root)
+        info = collector.collect(rel) if rel.endswith(".ipynb") else None
+        if not info or not info.get("student_id") or not info.get("file_id"):
+            problems.append(Problem("", "", f"file '{rel}' does not match the LMS file-name pattern "
+                                    "(see autograder/README.md) and was skipped"))
+            continue
+        notebook = os.path.basename(info["file_id"])
+        assignment = info.get("assignment_id") or by_notebook.get(notebook)
+        if assignment is None:
+            problems.append(Problem(info["student_id"], "", f"file '{rel}': no assignment has a "
+                                    f"notebook named '{notebook}'; skipped"))
+            continue
+        target = os.path.join(laid, info["student_id"], assignment, notebook)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(path, target)
+    return laid
+
+
+def collect(source, staging, assignments, *, lms_pattern=DEFAULT_LMS_PATTERN,
+            max_file_bytes=20 * 2**20, max_total_bytes=2 * 2**30, only=None):
+    """Stage the submissions found at `source` (folder or zip).
+
+    assignments: {assignment_id: [notebook file names]} of the course (from the source folder).
+    only: the assignment ids to grade (None: all). Returns an IntakeResult.
+    """
+    problems = []
+    os.makedirs(staging, exist_ok=True)
+    root = source
+    if os.path.isfile(source):
+        if not zipfile.is_zipfile(source):
+            raise ValueError(f"{source} is neither a folder nor a zip file")
+        root = os.path.join(staging, "_unzipped")
+        if os.path.isdir(root):
+            shutil.rmtree(root)
+        _safe_extract(source, root, max_file_bytes, max_total_bytes, problems)
+        entries = [e for e in os.listdir(root) if not _ignored(e)]
+        if len(entries) == 1 and os.path.isdir(os.path.join(root, entries[0])) \
+                and not _is_layout(root, assignments):
+            root = os.path.join(root, entries[0])  # a zip of one top folder
+        if not _is_layout(root, assignments):
+            root = _from_lms_names(root, staging, assignments, lms_pattern, problems)
+    elif not os.path.isdir(source):
+        raise ValueError(f"{source} does not exist")
+
+    submissions, students, attempted = [], set(), set()
+    stage = os.path.join(staging, "students")
+    if os.path.isdir(stage):
+        shutil.rmtree(stage)
+    for student in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        spath = os.path.join(root, student)
+        if _ignored(student):
+            continue
+        if os.path.islink(spath) or not os.path.isdir(spath):
+            problems.append(Problem("", "", f"'{student}' at the top level is not a student folder; skipped"))
+            continue
+        if not STUDENT_ID.match(student):
+            problems.append(Problem("", "", f"folder '{student}' is not a valid student id (letters, "
+                                    "digits, '.', '_', '-', '@'; at most 64); skipped"))
+            continue
+        students.add(student)
+        for assignment in sorted(os.listdir(spath)):
+            apath = os.path.join(spath, assignment)
+            if _ignored(assignment):
+                continue
+            if assignment not in assignments or os.path.islink(apath) or not os.path.isdir(apath):
+                problems.append(Problem(student, "", f"'{assignment}' is not an assignment of this "
+                                        f"course (expected one of: {', '.join(sorted(assignments))}); skipped"))
+                continue
+            if only and assignment not in only:
+                continue
+            attempted.add((student, assignment))
+            sub = _stage_assignment(student, assignment, apath, assignments[assignment],
+                                    os.path.join(stage, student, assignment), max_file_bytes, problems)
+            if sub is not None:
+                submissions.append(sub)
+    return IntakeResult(submissions, problems, students, attempted)
+
+
+def _stage_assignment(student, assignment, apath, expected, dest, max_file_bytes, problems):
+    def report(text):
+        problems.append(Problem(student, assignment, text))
+
+    notebooks, invalid = {}, []
+    for path in _flat_files(apath):
+        rel = os.path.relpath(path, apath)
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+            report(f"'{rel}' is not a regular file; ignored")
+            continue
+        if st.st_size > max_file_bytes:
+            report(f"'{rel}' is {st.st_size / 2**20:.0f} MB, over the {max_file_bytes / 2**20:.0f} MB "
+                   "limit; ignored")
+            continue
+        if not rel.endswith(".ipynb") or os.sep in rel:
+            report(f"extra file '{rel}' is not part of the assignment; ignored")
+            continue
+        reason = _check_notebook(path)
+        if reason:
+            report(f"'{rel}' {reason}")
+            invalid.append(rel)
+            continue
+        notebooks[rel] = path
+    staged = {}
+    for name in expected:
+        if name in notebooks:
+            staged[name] = notebooks.pop(name)
+    missing = [n for n in expected if n not in staged]
+    if len(missing) == 1 and len(notebooks) == 1 and not invalid:
+        (other, path), = notebooks.items()
+        report(f"notebook '{other}' should be named '{missing[0]}'; graded under the right name")
+        staged[missing[0]] = path
+        notebooks.clear()
+        missing = []
+    for name in sorted(notebooks):
+        report(f"notebook '{name}' is not part of the assignment (expected: {', '.join(expected)}); ignored")
+    for name in missing:
+        if name not in invalid:
+            report(f"notebook '{name}' is missing; it scores zero")
+    if not staged:
+        return None
+    os.makedirs(dest, exist_ok=True)
+    sub = Submission(student, assignment)
+    for name, path in sorted(staged.items()):
+        target = os.path.join(dest, name)
+        shutil.copyfile(path, target)
+        sub.files[name] = target
+    return sub

@@ -1,0 +1,105 @@
+"""Redact: what a student may see of a graded notebook.
+
+Why: nbgrader's autograded notebook holds the full source of every test cell (restored from the
+gradebook, hidden tests included), and the feedback HTML shows it, plus tracebacks that quote
+hidden lines. Hidden tests are reused every year; they are as secret as the solutions.
+
+Here, before nbgrader renders the feedback:
+- the hidden region of each test cell is replaced by one comment line;
+- every error output of a test cell is reduced to `Name: message`. For `GradingError` and
+  `TamperError` (course_utils.grading) that message is the one student-facing sentence the check
+  wrote, the mistake catalogue's diagnosis included; other errors keep only their name and a
+  short message;
+- any output that quotes a hidden line (a notebook can print `In[...]`) is removed;
+and after rendering, `leaks()` scans the HTML for hidden lines: feedback that still quotes one is
+withheld rather than sent.
+"""
+import html
+import re
+
+BEGIN = "### BEGIN HIDDEN TESTS"
+END = "### END HIDDEN TESTS"
+PLACEHOLDER = "# (hidden tests: run by the grader, not shown)"
+GRADING_ENAMES = ("GradingError", "TamperError")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def hidden_lines(source):
+    """The meaningful lines inside hidden-test regions of a cell source."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        if BEGIN in line:
+            inside = True
+            continue
+        if END in line:
+            inside = False
+            continue
+        if inside and len(line.strip()) >= 12:
+            lines.append(line.strip())
+    return lines
+
+
+def strip_hidden(source):
+    out, inside = [], False
+    for line in source.splitlines():
+        if BEGIN in line:
+            inside = True
+            out.append(line[: len(line) - len(line.lstrip())] + PLACEHOLDER)
+            continue
+        if END in line:
+            inside = False
+            continue
+        if not inside:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _one_line(output):
+    ename = output.get("ename", "Error")
+    evalue = _ANSI.sub("", str(output.get("evalue", ""))).strip()
+    if ename not in GRADING_ENAMES and ename not in ("Timeout", "KernelDied", "NotRun"):
+        evalue = evalue.splitlines()[0][:300] if evalue else ""
+        if not evalue:
+            evalue = "a test failed (no message)"
+    output["evalue"] = evalue
+    output["traceback"] = [f"{ename}: {evalue}"]
+    return output
+
+
+def _output_text(output):
+    parts = [str(output.get("text", "")), str(output.get("evalue", ""))]
+    parts += [str(x) for x in output.get("traceback", [])]
+    for value in (output.get("data") or {}).values():
+        parts.append(value if isinstance(value, str) else str(value))
+    return "\n".join(parts)
+
+
+def redact_notebook(nb, secret_lines):
+    """Redact in place; returns the number of outputs removed for quoting hidden lines."""
+    removed = 0
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        is_test = meta.get("grade") and not meta.get("solution")
+        if cell.cell_type == "code" and is_test:
+            cell.source = strip_hidden(cell.source)
+            cell.outputs = [_one_line(o) if o.get("output_type") == "error" else o
+                            for o in cell.outputs]
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for output in cell.outputs:
+            text = _output_text(output)
+            if any(line in text for line in secret_lines):
+                removed += 1
+                kept.append({"output_type": "stream", "name": "stdout",
+                             "text": "[output removed: it quoted the hidden tests]\n"})
+            else:
+                kept.append(output)
+        cell.outputs = kept
+    return removed
+
+
+def leaks(html_text, secret_lines):
+    """The hidden lines that still appear in rendered HTML (escaped or not)."""
+    plain = html.unescape(re.sub(r"<[^>]+>", "", html_text))
+    return [line for line in secret_lines if line in html_text or line in plain]

@@ -1,0 +1,133 @@
+"""Isolate: every student's kernel runs in a bubblewrap sandbox, as an unprivileged user.
+
+Why this shape:
+- nbgrader starts kernels as the grader's own user in the grader's working directory, so one
+  submission could overwrite the gradebook, read `solutions/` or other students' work, or kill the
+  batch. Here the kernelspec's argv is this file, run as a plain script (stdlib only, so it starts
+  in milliseconds and needs no import path). It builds a bubblewrap command and `exec`s it.
+- The sandbox is an allow-list, not a deny-list: a fresh root holding only /usr, /etc, the Python
+  installation, the virtual environment and the installed `course_utils` package, all read-only;
+  a private tmpfs `/tmp`; the student's private scratch copy of their submission, mounted at the
+  notebook's path (so nbgrader's own output files are never reachable from the kernel, even by a
+  symlink); and the folder of the kernel's ZMQ `ipc` sockets (the network is unshared, so TCP to
+  the grader is impossible by design). Nothing else of the course exists inside.
+- bwrap runs as root (it needs to read the Python under root's mode-700 home, and to bind
+  mounts), then `setpriv` drops to a per-slot uid (60000 + slot) with no capabilities, an empty
+  bounding set and no_new_privs, *before* any student code runs. Running bwrap as root without
+  dropping was shown to let code escape (remount `/` read-write). Distinct uids per parallel slot
+  keep one student's process limit and signals away from the other's.
+- Limits: `prlimit` address space (a clean MemoryError), process count, file size, open files,
+  no core dumps; `timeout -s KILL` bounds the whole notebook (wall limit). `--unshare-pid` plus
+  `--die-with-parent` makes every descendant die with the kernel, and PR_SET_PDEATHSIG ties the
+  whole chain to the grading worker, so nothing outlives it.
+
+Configuration comes from the environment variable AUTOGRADER_SANDBOX (JSON), set by the worker
+for each student; bwrap's `--clearenv` keeps the grader's environment out of the kernel.
+"""
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+ENV_VAR = "AUTOGRADER_SANDBOX"
+CONNECTION_FILE_INSIDE = "/tmp/.kernel-connection.json"
+UID_BASE = 60000
+
+
+def _ancestors(path):
+    parts = [p for p in path.split("/") if p]
+    return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def bwrap_command(spec, connection_file, kernel_args=()):
+    """The full argv (timeout, bwrap, prlimit, setpriv, python) for one kernel.
+
+    spec keys: python (venv python path), ro_paths (list), scratch (host dir, rw), workdir (path
+    the scratch appears at, the kernel's cwd), socket_dir (rw), uid, memory_bytes, nproc,
+    fsize_bytes, tmp_bytes, wall_seconds, env (dict), pythonpath (list).
+    """
+    argv = ["timeout", "-s", "KILL", str(int(spec["wall_seconds"])), "bwrap",
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+            "--hostname", "sandbox"]
+    for top in ("/usr", "/etc"):
+        argv += ["--ro-bind", top, top]
+    for link in ("/bin", "/lib", "/lib64", "/sbin", "/lib32", "/libx32"):
+        if os.path.islink(link):
+            argv += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            argv += ["--ro-bind", link, link]
+    argv += ["--dev", "/dev", "--proc", "/proc",
+             "--size", str(int(spec["tmp_bytes"])), "--perms", "1777", "--tmpfs", "/tmp"]
+    made = set()
+    mounts = [(p, "--ro-bind") for p in spec["ro_paths"]]
+    mounts += [(spec["socket_dir"], "--bind")]
+    for path, _ in mounts + [(spec["workdir"], "")]:
+        for parent in _ancestors(path):
+            if parent not in made and parent not in ("/usr", "/etc", "/tmp", "/dev", "/proc"):
+                made.add(parent)
+                argv += ["--perms", "0755", "--dir", parent]
+    for path, how in mounts:
+        argv += [how, path, path]
+    argv += ["--bind", spec["scratch"], spec["workdir"], "--chdir", spec["workdir"]]
+    argv += ["--ro-bind", connection_file, CONNECTION_FILE_INSIDE]
+    argv += ["--clearenv"]
+    env = dict(spec["env"])
+    env["PYTHONPATH"] = os.pathsep.join(spec["pythonpath"])
+    for key, value in sorted(env.items()):
+        argv += ["--setenv", key, str(value)]
+    argv += ["prlimit", f"--as={int(spec['memory_bytes'])}", f"--nproc={int(spec['nproc'])}",
+             f"--fsize={int(spec['fsize_bytes'])}", "--nofile=256", "--core=0", "--"]
+    uid = int(spec["uid"])
+    argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    argv += [spec["python"], "-m", "ipykernel_launcher", "-f", CONNECTION_FILE_INSIDE]
+    argv += list(kernel_args)
+    return argv
+
+
+def why_unavailable():
+    """None when the sandbox can run here, else a sentence saying why not."""
+    if os.name != "posix" or not sys.platform.startswith("linux"):
+        return "bubblewrap sandboxing needs Linux"
+    for tool in ("bwrap", "setpriv", "prlimit", "timeout"):
+        if shutil.which(tool) is None:
+            hint = " (Debian/Ubuntu: apt-get install bubblewrap)" if tool == "bwrap" else ""
+            return f"the '{tool}' program is not installed{hint}"
+    if os.geteuid() != 0:
+        return ("the grader must run as root so that bubblewrap can mount the sandbox and then "
+                "drop student code to an unprivileged user")
+    probe = subprocess.run(
+        ["bwrap", "--unshare-pid", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/",
+         "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+         "setpriv", f"--reuid={UID_BASE}", f"--regid={UID_BASE}", "--clear-groups",
+         "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", "true"],
+        capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        return "bubblewrap cannot create a sandbox here: " + (probe.stderr.strip() or "unknown error")
+    return None
+
+
+def _die_with_parent():
+    """Ask the kernel to SIGKILL this process when the grading worker dies (survives exec)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+    except OSError:  # pragma: no cover
+        pass
+
+
+def launch(argv):
+    """Kernelspec entry point: `sandbox.py CONNECTION_FILE [kernel args...]`."""
+    if len(argv) < 1:
+        sys.exit("usage: sandbox.py CONNECTION_FILE [kernel args]")
+    spec = json.loads(os.environ[ENV_VAR])
+    command = bwrap_command(spec, os.path.abspath(argv[0]), argv[1:])
+    _die_with_parent()
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    launch(sys.argv[1:])

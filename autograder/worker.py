@@ -1,0 +1,307 @@
+"""Score: grade one student's assignment with nbgrader, in a private shard, in the sandbox.
+
+Why a shard per student: SQLite is not safe for parallel writers (nbgrader #174), and a
+disaster in one grading must not be able to touch another's results. Each (student, assignment)
+gets its own folder holding a copy of the template gradebook, nbgrader's `submitted/`,
+`autograded/` and `feedback/` steps, and the scratch folder the kernel sees. Only the batch
+(single writer) merges shards into the course gradebook, at the end.
+
+Why a long-lived worker process: each `nbgrader` command pays ~4 s of start-up, more than the
+kernel needs for a small notebook. A worker imports nbgrader once and grades many students
+through its Python API (`NbGraderAPI.autograde`, `generate_feedback`), one at a time, reading
+tasks as JSON lines on stdin and answering on stdout. The batch kills and replaces a worker that
+stops answering; the student it was grading is reported, never silently zeroed.
+"""
+import contextlib
+import hashlib
+import io
+import json
+import os
+import shutil
+import sys
+import traceback
+
+from . import redact, sandbox
+
+KERNEL_NAME = "autograder-sandbox"
+
+
+def kernel_spec(kernels_dir):
+    """Write the sandbox kernelspec into kernels_dir/KERNEL_NAME; return its folder."""
+    folder = os.path.join(kernels_dir, KERNEL_NAME)
+    os.makedirs(folder, exist_ok=True)
+    spec = {
+        "argv": [sys.executable, "-I", os.path.abspath(sandbox.__file__), "{connection_file}"],
+        "display_name": "Python 3 (grading sandbox)",
+        "language": "python",
+        "interrupt_mode": "message",
+        "env": {},
+        "metadata": {"debugger": False},
+    }
+    with open(os.path.join(folder, "kernel.json"), "w") as fh:
+        json.dump(spec, fh, indent=1)
+    return folder
+
+
+def _nbgrader_config(shard, task):
+    from traitlets.config import Config
+    from nbgrader.converters import Autograde
+    from nbgrader.preprocessors import Execute
+    from .execute import SandboxedExecute
+
+    limits = task["limits"]
+    c = Config()
+    c.CourseDirectory.root = shard
+    c.CourseDirectory.source_directory = task["source_root"]
+    c.CourseDirectory.db_url = "sqlite:///" + os.path.join(shard, "gradebook.db")
+    c.Autograde.autograde_preprocessors = [
+        SandboxedExecute if p is Execute else p for p in Autograde.autograde_preprocessors.default_value]
+    c.Autograde.create_student = True
+    c.OverwriteCells.add_missing_cells = True
+    for section in ("Execute", "SandboxedExecute"):
+        c[section].timeout = int(limits["timeout"])
+        c[section].startup_timeout = 120
+        c[section].iopub_timeout = 10
+        c[section].shutdown_kernel = "immediate"
+        c[section].error_on_timeout = {
+            "ename": "Timeout", "evalue": f"This cell ran longer than {int(limits['timeout'])} s "
+            "and was interrupted.", "traceback": [
+                f"Timeout: This cell ran longer than {int(limits['timeout'])} s and was interrupted."]}
+        if task.get("sandbox", True):
+            c[section].kernel_name = KERNEL_NAME
+    if task.get("sandbox", True):
+        c.KernelSpecManager.kernel_dirs = [task["kernels_dir"]]
+        c.KernelSpecManager.ensure_native_kernel = False
+        c.KernelManager.transport = "ipc"
+        c.KernelManager.ip = os.path.join(task["socket_dir"], "kernel")
+    c.LimitOutput.max_lines = 1000
+    c.LimitOutput.max_chars = 10000
+    return c
+
+
+def _chown_tree(path, uid):
+    for root, dirs, files in os.walk(path):
+        os.chown(root, uid, uid)
+        for name in files:
+            os.chown(os.path.join(root, name), uid, uid)
+
+
+def _sandbox_spec(task, scratch, workdir):
+    limits = task["limits"]
+    return {
+        "python": task["kernel_python"],
+        "ro_paths": task["ro_paths"],
+        "pythonpath": task["pythonpath"],
+        "scratch": scratch,
+        "workdir": workdir,
+        "socket_dir": task["socket_dir"],
+        "uid": task["uid"],
+        "memory_bytes": limits["memory_bytes"],
+        "nproc": limits["nproc"],
+        "fsize_bytes": limits["fsize_bytes"],
+        "tmp_bytes": limits["tmp_bytes"],
+        "wall_seconds": limits["wall"],
+        "env": {
+            "HOME": "/tmp/home", "IPYTHONDIR": "/tmp/home/.ipython",
+            "JUPYTER_CONFIG_DIR": "/tmp/home/.jupyter", "JUPYTER_DATA_DIR": "/tmp/home/.local",
+            "JUPYTER_RUNTIME_DIR": "/tmp/home/.runtime", "MPLCONFIGDIR": "/tmp/home/.mpl",
+            "NBGRADER_EXECUTION": "autograde", "PATH": os.path.dirname(task["kernel_python"])
+            + ":/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "MALLOC_ARENA_MAX": "2", "TQDM_DISABLE": "1",
+        },
+    }
+
+
+def _locked_cells(nb):
+    """grade_id -> source of the locked cells of a notebook (release or submission)."""
+    found = {}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("locked") and meta.get("grade_id"):
+            found.setdefault(meta["grade_id"], []).append(cell.source)
+    return found
+
+
+def check_cells(submitted, release):
+    """Problems with the locked cells of a submission, compared with the student release."""
+    problems = []
+    sub, rel = _locked_cells(submitted), _locked_cells(release)
+    for grade_id, sources in rel.items():
+        got = sub.get(grade_id, [])
+        if not got:
+            problems.append(f"locked cell '{grade_id}' was deleted; the original was used for grading")
+        elif len(got) > 1:
+            problems.append(f"locked cell '{grade_id}' appears {len(got)} times; the duplicates "
+                            "were ignored")
+        elif got[0].strip() != sources[0].strip():
+            problems.append(f"locked cell '{grade_id}' was edited; the original was used for grading")
+    return problems
+
+
+def _scores(db_url, assignment, student):
+    from nbgrader.api import Gradebook
+    cells = []
+    with Gradebook(db_url) as gb:
+        submission = gb.find_submission(assignment, student)
+        for nb in submission.notebooks:
+            for grade in nb.grades:
+                cells.append({"notebook": nb.name, "grade_id": grade.name,
+                              "score": float(grade.score), "max_score": float(grade.max_score)})
+    cells.sort(key=lambda r: (r["notebook"], r["grade_id"]))
+    return cells
+
+
+def grade(task):
+    """Grade one (student, assignment). Returns the result dict (also written to result.json)."""
+    import nbformat
+    from traitlets.config import Config
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from .execute import BROKEN_KEY
+
+    student, assignment, shard = task["student"], task["assignment"], task["shard"]
+    if os.path.isdir(shard):
+        shutil.rmtree(shard)
+    submitted = os.path.join(shard, "submitted", student, assignment)
+    workdir = os.path.join(shard, "autograded", student, assignment)
+    scratch = os.path.join(shard, "scratch")
+    os.makedirs(submitted)
+    os.makedirs(scratch)
+    for name, path in task["files"].items():
+        shutil.copyfile(path, os.path.join(submitted, name))
+        shutil.copyfile(path, os.path.join(scratch, name))
+    src_assignment = os.path.join(task["source_root"], assignment)
+    for root, _, files in os.walk(src_assignment):
+        for name in files:
+            if name.endswith(".ipynb") or ".ipynb_checkpoints" in root:
+                continue
+            rel = os.path.relpath(os.path.join(root, name), src_assignment)
+            os.makedirs(os.path.dirname(os.path.join(scratch, rel)), exist_ok=True)
+            shutil.copyfile(os.path.join(root, name), os.path.join(scratch, rel))
+    shutil.copyfile(task["template_db"], os.path.join(shard, "gradebook.db"))
+    db_url = "sqlite:///" + os.path.join(shard, "gradebook.db")
+
+    problems = []
+    if task.get("sandbox", True):
+        os.makedirs(task["socket_dir"], exist_ok=True)
+        for leftover in os.listdir(task["socket_dir"]):
+            os.remove(os.path.join(task["socket_dir"], leftover))
+        os.chmod(task["socket_dir"], 0o700)
+        os.chown(task["socket_dir"], task["uid"], task["uid"])
+        _chown_tree(scratch, task["uid"])
+        os.environ[sandbox.ENV_VAR] = json.dumps(_sandbox_spec(task, scratch, workdir))
+
+    config = _nbgrader_config(shard, task)
+    coursedir = CourseDirectory(config=config)
+    api = NbGraderAPI(coursedir=coursedir, config=config)
+    log = io.StringIO()
+    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        outcome = api.autograde(assignment, student, force=True, create=True)
+    result = {"student": student, "assignment": assignment, "fingerprint": task["fingerprint"],
+              "status": "graded", "cells": [], "problems": problems, "feedback": {}}
+    if not outcome.get("success"):
+        result["status"] = "could_not_grade"
+        detail = (outcome.get("error") or outcome.get("log") or "").strip().splitlines()
+        problems.append("nbgrader could not autograde this submission: "
+                        + (detail[-1] if detail else "unknown error"))
+        result["log"] = (outcome.get("log") or "")[-4000:]
+        return result
+
+    result["cells"] = _scores(db_url, assignment, student)
+    secret = task.get("secret_lines", {})
+    for name in sorted(task["files"]):
+        if not name.endswith(".ipynb"):
+            continue
+        nb_name = name[:-len(".ipynb")]
+        graded_path = os.path.join(workdir, name)
+        if not os.path.exists(graded_path):
+            problems.append(f"{name}: nbgrader wrote no graded notebook")
+            continue
+        graded = nbformat.read(graded_path, as_version=4)
+        if graded.metadata.get(BROKEN_KEY):
+            problems.append(f"{name}: {graded.metadata[BROKEN_KEY]}; later cells scored zero")
+        tampering = set()
+        for cell in graded.cells:
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "error" and output.get("ename") == "TamperError":
+                    tampering.add(str(output.get("evalue", "")).strip())
+        for message in sorted(tampering):
+            problems.append(f"{name}: {message}")
+        release_path = os.path.join(task["release_root"], assignment, name)
+        if os.path.exists(release_path):
+            try:
+                original = nbformat.read(os.path.join(submitted, name), as_version=4)
+                problems.extend(f"{name}: {p}" for p in check_cells(
+                    original, nbformat.read(release_path, as_version=4)))
+            except Exception:  # noqa: BLE001 - a broken notebook was already reported by nbgrader
+                pass
+        lines = secret.get(nb_name, [])
+        if redact.redact_notebook(graded, lines):
+            problems.append(f"{name}: an output quoted the hidden tests and was removed from feedback")
+        nbformat.write(graded, graded_path)
+
+    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        fb = api.generate_feedback(assignment, student, force=True)
+    feedback_dir = os.path.join(shard, "feedback", student, assignment)
+    for name in sorted(task["files"]):
+        if not name.endswith(".ipynb"):
+            continue
+        html_path = os.path.join(feedback_dir, name[:-len(".ipynb")] + ".html")
+        if not os.path.exists(html_path):
+            problems.append(f"{name}: no feedback was generated"
+                            + ("" if fb.get("success") else " (nbgrader generate_feedback failed)"))
+            continue
+        with open(html_path, encoding="utf-8") as fh:
+            text = fh.read()
+        leaked = redact.leaks(text, secret.get(name[:-len(".ipynb")], []))
+        if leaked:
+            os.remove(html_path)
+            problems.append(f"{name}: feedback withheld because it would reveal hidden tests")
+            continue
+        result["feedback"][name] = html_path
+    return result
+
+
+def run_task(task):
+    try:
+        result = grade(task)
+    except Exception as exc:  # noqa: BLE001 - reported, never fatal to the batch
+        result = {"student": task["student"], "assignment": task["assignment"],
+                  "fingerprint": task["fingerprint"], "status": "could_not_grade", "cells": [],
+                  "feedback": {}, "problems": [f"internal grading error: {type(exc).__name__}: {exc}"],
+                  "log": traceback.format_exc()[-4000:]}
+    finally:
+        os.environ.pop(sandbox.ENV_VAR, None)
+    os.makedirs(task["shard"], exist_ok=True)
+    tmp = os.path.join(task["shard"], "result.json.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(result, fh, indent=1, sort_keys=True)
+    os.replace(tmp, os.path.join(task["shard"], "result.json"))
+    return result
+
+
+def main():
+    """Serve tasks: one JSON object per stdin line, one JSON reply per stdout line."""
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing else may write on the reply channel
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        task = json.loads(line)
+        result = run_task(task)
+        out.write(json.dumps({"done": task["shard"], "status": result["status"]}) + "\n")
+        out.flush()
+
+
+def fingerprint(paths, extra=""):
+    h = hashlib.sha256(extra.encode())
+    for path in sorted(paths):
+        h.update(os.path.basename(path).encode())
+        with open(path, "rb") as fh:
+            h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+if __name__ == "__main__":
+    main()

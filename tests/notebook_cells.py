@@ -1,0 +1,71 @@
+"""Reading the nbgrader structure of the course's notebooks (shared by several test modules)."""
+import dataclasses
+import importlib
+import pathlib
+import re
+
+import nbformat
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+RELEASE = ROOT / "notebooks"
+HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
+CATALOGUE_IMPORT = re.compile(r"from course_utils\.reference\.mistakes import (\w+) as catalogue")
+
+
+def solution_notebooks():
+    return sorted(SOLUTIONS.glob("[0-9][0-9]_*/*.ipynb"))
+
+
+def nbgrader_meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+@dataclasses.dataclass
+class ExerciseCells:
+    notebook: pathlib.Path
+    grade_id: str
+    answer_source: str
+    test_source: str
+    points: float
+
+    @property
+    def catalogue(self):
+        match = CATALOGUE_IMPORT.search(self.test_source)
+        assert match, f"{self.grade_id}_tests has no hidden catalogue check"
+        return importlib.import_module(f"course_utils.reference.mistakes.{match.group(1)}")
+
+    @property
+    def visible_test_source(self):
+        return HIDDEN.sub("", self.test_source)
+
+
+@dataclasses.dataclass
+class NotebookCells:
+    path: pathlib.Path
+    setup_sources: list
+    exercises: list
+
+    @property
+    def answer_sources(self):
+        return [exercise.answer_source for exercise in self.exercises]
+
+
+def read_cells(path):
+    nb = nbformat.read(path, as_version=4)
+    by_id = {nbgrader_meta(c).get("grade_id"): c for c in nb.cells if nbgrader_meta(c).get("grade_id")}
+    setup = [
+        c.source for c in nb.cells
+        if c.cell_type == "code" and nbgrader_meta(c).get("locked")
+        and not nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")
+    ]
+    exercises = []
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if cell.cell_type == "code" and meta.get("grade") and meta["grade_id"].endswith("_tests"):
+            answer_id = meta["grade_id"][: -len("_tests")]
+            assert answer_id in by_id, f"{path.name}: {meta['grade_id']} has no answer cell {answer_id}"
+            exercises.append(
+                ExerciseCells(path, answer_id, by_id[answer_id].source, cell.source, meta["points"])
+            )
+    return NotebookCells(path, setup, exercises)

@@ -1,0 +1,67 @@
+"""notebooks/ is nbgrader's output from solutions/, never edited by hand, and holds no answer.
+
+Like fastbook's `clean/` check: regenerate the release in a temporary copy of the course and
+compare it byte for byte with the committed one.
+"""
+import pathlib
+
+import nbformat
+import pytest
+
+from tests.course import ROOT, assignments, make_course_copy, nbgrader
+
+RELEASE = ROOT / "notebooks"
+SECRETS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
+           "course_utils.reference", "catalogue")
+
+
+def files_below(folder):
+    return sorted(p.relative_to(folder) for p in folder.rglob("*")
+                  if p.is_file() and ".ipynb_checkpoints" not in p.parts)
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    course = make_course_copy(tmp_path_factory.mktemp("course"))
+    for assignment in assignments():
+        nbgrader(course, "generate_assignment", assignment, "--force")
+    return course / "notebooks"
+
+
+def test_every_assignment_is_released():
+    assert assignments(), "no assignment in solutions/"
+    for assignment in assignments():
+        assert (RELEASE / assignment).is_dir(), f"run `make release`: notebooks/{assignment} is missing"
+
+
+@pytest.mark.slow
+def test_release_is_in_sync_with_solutions(regenerated):
+    assert files_below(regenerated) == files_below(RELEASE), "run `make release` and commit notebooks/"
+    for relative in files_below(RELEASE):
+        assert (RELEASE / relative).read_bytes() == (regenerated / relative).read_bytes(), (
+            f"notebooks/{relative} differs from what `make release` makes from solutions/: "
+            "never edit notebooks/ by hand; run `make release`"
+        )
+
+
+@pytest.mark.parametrize("path", sorted(RELEASE.rglob("*.ipynb")), ids=str)
+def test_release_holds_no_answer(path):
+    text = path.read_text()
+    for secret in SECRETS:
+        assert secret not in text, f"{path.relative_to(ROOT)} contains {secret!r}"
+    nb = nbformat.read(path, as_version=4)
+    assert all(not cell.get("outputs") for cell in nb.cells if cell.cell_type == "code"), "outputs leaked"
+
+
+@pytest.mark.parametrize("path", sorted(RELEASE.rglob("*.ipynb")), ids=str)
+def test_release_answer_cells_are_stubs(path):
+    nb = nbformat.read(path, as_version=4)
+    answers = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
+    assert answers, "no answer cell in the release"
+    for cell in answers:
+        assert "raise NotImplementedError" in cell.source, cell.source
+
+
+def test_the_secret_scan_can_fail(tmp_path):
+    leaky = "x = 1\n### BEGIN SOLUTION\n"
+    assert any(secret in leaky for secret in SECRETS)
