@@ -19,3 +19,8 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(COURSE_ROOT, "gradebook.d
 c.GenerateAssignment.force = True
 # Students should not see stale outputs of the solutions, and the release must be byte-stable.
 c.ClearOutput.enabled = True
+
+# LMS zips whose files are not laid out <student>/<assignment>/<notebook>.ipynb are parsed with
+# nbgrader's zip-collect plugin; its regular expression must capture student_id and file_id and
+# may capture assignment_id (default and examples: autograder/README.md). For example:
+# c.FileNameCollectorPlugin.named_regexp = r"^(?P<student_id>[^_/]+)_(?:\d+_)*(?P<file_id>[^/]+\.ipynb)$"

@@ -10,12 +10,16 @@ Here, before nbgrader renders the feedback:
   `TamperError` (course_utils.grading) that message is the one student-facing sentence the check
   wrote, the mistake catalogue's diagnosis included; other errors keep only their name and a
   short message;
-- any output that quotes a hidden line (a notebook can print `In[...]`) is removed;
+- any output that quotes a hidden line (a notebook can print `In[...]`) is removed, and long
+  printed text is cut (nbgrader's LimitOutput counts lines only: 50 MB on one line passes it);
 and after rendering, `leaks()` scans the HTML for hidden lines: feedback that still quotes one is
 withheld rather than sent.
 """
 import html
+import json
 import re
+
+from nbformat import NotebookNode
 
 BEGIN = "### BEGIN HIDDEN TESTS"
 END = "### END HIDDEN TESTS"
@@ -74,6 +78,24 @@ def _output_text(output):
     return "\n".join(parts)
 
 
+MAX_TEXT = 10_000
+MAX_DATA = 2 * 2**20
+
+
+def _cap(output):
+    """Keep feedback readable: long printed text is cut, oversized rich outputs dropped."""
+    if output.get("output_type") == "stream" and len(output.get("text", "")) > MAX_TEXT:
+        n = len(output["text"])
+        output["text"] = output["text"][:MAX_TEXT] + f"\n... output truncated ({n:,} characters in all) ...\n"
+    data = output.get("data") or {}
+    for key in list(data):
+        value = data[key] if isinstance(data[key], str) else json.dumps(data[key])
+        if len(value) > (MAX_DATA if key.startswith("image/") else MAX_TEXT * 10):
+            del data[key]
+            data.setdefault("text/plain", "[a very large output was removed]")
+    return output
+
+
 def redact_notebook(nb, secret_lines):
     """Redact in place; returns the number of outputs removed for quoting hidden lines."""
     removed = 0
@@ -88,11 +110,12 @@ def redact_notebook(nb, secret_lines):
             continue
         kept = []
         for output in cell.outputs:
+            output = _cap(output)
             text = _output_text(output)
             if any(line in text for line in secret_lines):
                 removed += 1
-                kept.append({"output_type": "stream", "name": "stdout",
-                             "text": "[output removed: it quoted the hidden tests]\n"})
+                kept.append(NotebookNode(output_type="stream", name="stdout",
+                                         text="[output removed: it quoted the hidden tests]\n"))
             else:
                 kept.append(output)
         cell.outputs = kept

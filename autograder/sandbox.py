@@ -41,7 +41,7 @@ def _ancestors(path):
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def bwrap_command(spec, connection_file, kernel_args=()):
+def bwrap_command(spec, connection_fd, kernel_args=(), command=None):
     """The full argv (timeout, bwrap, prlimit, setpriv, python) for one kernel.
 
     spec keys: python (venv python path), ro_paths (list), scratch (host dir, rw), workdir (path
@@ -72,7 +72,9 @@ def bwrap_command(spec, connection_file, kernel_args=()):
     for path, how in mounts:
         argv += [how, path, path]
     argv += ["--bind", spec["scratch"], spec["workdir"], "--chdir", spec["workdir"]]
-    argv += ["--ro-bind", connection_file, CONNECTION_FILE_INSIDE]
+    # The connection file is root's (mode 0600): pass its content, opened before dropping.
+    argv += ["--perms", "0444", "--ro-bind-data", str(connection_fd), CONNECTION_FILE_INSIDE]
+    argv += ["--perms", "0777", "--dir", "/tmp/home"]
     argv += ["--clearenv"]
     env = dict(spec["env"])
     env["PYTHONPATH"] = os.pathsep.join(spec["pythonpath"])
@@ -83,6 +85,8 @@ def bwrap_command(spec, connection_file, kernel_args=()):
     uid = int(spec["uid"])
     argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
              "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    if command is not None:  # for tests: run this instead of the kernel
+        return argv + list(command)
     argv += [spec["python"], "-m", "ipykernel_launcher", "-f", CONNECTION_FILE_INSIDE]
     argv += list(kernel_args)
     return argv
@@ -124,7 +128,9 @@ def launch(argv):
     if len(argv) < 1:
         sys.exit("usage: sandbox.py CONNECTION_FILE [kernel args]")
     spec = json.loads(os.environ[ENV_VAR])
-    command = bwrap_command(spec, os.path.abspath(argv[0]), argv[1:])
+    fd = os.open(argv[0], os.O_RDONLY)
+    os.set_inheritable(fd, True)
+    command = bwrap_command(spec, fd, argv[1:])
     _die_with_parent()
     os.execvp(command[0], command)
 

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import sys
+import time
 import traceback
 
 from . import redact, sandbox
@@ -55,7 +56,7 @@ def _nbgrader_config(shard, task):
     c.CourseDirectory.source_directory = task["source_root"]
     c.CourseDirectory.db_url = "sqlite:///" + os.path.join(shard, "gradebook.db")
     c.Autograde.autograde_preprocessors = [
-        SandboxedExecute if p is Execute else p for p in Autograde.autograde_preprocessors.default_value]
+        SandboxedExecute if p is Execute else p for p in Autograde.class_traits()["autograde_preprocessors"].default()]
     c.Autograde.create_student = True
     c.OverwriteCells.add_missing_cells = True
     for section in ("Execute", "SandboxedExecute"):
@@ -70,8 +71,6 @@ def _nbgrader_config(shard, task):
         if task.get("sandbox", True):
             c[section].kernel_name = KERNEL_NAME
     if task.get("sandbox", True):
-        c.KernelSpecManager.kernel_dirs = [task["kernels_dir"]]
-        c.KernelSpecManager.ensure_native_kernel = False
         c.KernelManager.transport = "ipc"
         c.KernelManager.ip = os.path.join(task["socket_dir"], "kernel")
     c.LimitOutput.max_lines = 1000
@@ -139,6 +138,27 @@ def check_cells(submitted, release):
     return problems
 
 
+def normalize(nb):
+    """Make a submission safe for nbgrader's sanitizers; in place.
+
+    A cell repeating an earlier grade_id, or carrying nbgrader metadata without one, loses that
+    metadata (what nbgrader's DeduplicateIds means to do; in 0.9.6 it leaves a half-stripped
+    cell that crashes OverwriteCells.add_missing_task_cells). Such cells then count for nothing,
+    and missing graded cells are restored from the gradebook.
+    """
+    seen = set()
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is None:
+            continue
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        if not grade_id or grade_id in seen:
+            del cell.metadata["nbgrader"]
+            continue
+        seen.add(grade_id)
+    return nb
+
+
 def _scores(db_url, assignment, student):
     from nbgrader.api import Gradebook
     cells = []
@@ -160,6 +180,7 @@ def grade(task):
     from nbgrader.coursedir import CourseDirectory
     from .execute import BROKEN_KEY
 
+    started = time.monotonic()
     student, assignment, shard = task["student"], task["assignment"], task["shard"]
     if os.path.isdir(shard):
         shutil.rmtree(shard)
@@ -169,7 +190,10 @@ def grade(task):
     os.makedirs(submitted)
     os.makedirs(scratch)
     for name, path in task["files"].items():
-        shutil.copyfile(path, os.path.join(submitted, name))
+        if name.endswith(".ipynb"):
+            nbformat.write(normalize(nbformat.read(path, as_version=4)), os.path.join(submitted, name))
+        else:
+            shutil.copyfile(path, os.path.join(submitted, name))
         shutil.copyfile(path, os.path.join(scratch, name))
     src_assignment = os.path.join(task["source_root"], assignment)
     for root, _, files in os.walk(src_assignment):
@@ -191,6 +215,8 @@ def grade(task):
         os.chown(task["socket_dir"], task["uid"], task["uid"])
         _chown_tree(scratch, task["uid"])
         os.environ[sandbox.ENV_VAR] = json.dumps(_sandbox_spec(task, scratch, workdir))
+        # jupyter_client finds kernelspecs in $JUPYTER_PATH/kernels/<name>/kernel.json
+        os.environ["JUPYTER_PATH"] = os.path.dirname(task["kernels_dir"])
 
     config = _nbgrader_config(shard, task)
     coursedir = CourseDirectory(config=config)
@@ -220,18 +246,25 @@ def grade(task):
             continue
         graded = nbformat.read(graded_path, as_version=4)
         if graded.metadata.get(BROKEN_KEY):
-            problems.append(f"{name}: {graded.metadata[BROKEN_KEY]}; later cells scored zero")
+            problems.append(f"{name}: {graded.metadata[BROKEN_KEY]}; the cells after it were "
+                            "not run and scored zero")
         tampering = set()
         for cell in graded.cells:
+            gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
             for output in cell.get("outputs", []):
-                if output.get("output_type") == "error" and output.get("ename") == "TamperError":
+                if output.get("output_type") != "error":
+                    continue
+                if output.get("ename") == "TamperError":
                     tampering.add(str(output.get("evalue", "")).strip())
+                elif output.get("ename") == "Timeout" and not graded.metadata.get(BROKEN_KEY):
+                    problems.append(f"{name}: cell {gid or '(unnamed)'} ran longer than "
+                                    f"{task['limits']['timeout']} s and was interrupted")
         for message in sorted(tampering):
             problems.append(f"{name}: {message}")
         release_path = os.path.join(task["release_root"], assignment, name)
         if os.path.exists(release_path):
             try:
-                original = nbformat.read(os.path.join(submitted, name), as_version=4)
+                original = nbformat.read(task["files"][name], as_version=4)
                 problems.extend(f"{name}: {p}" for p in check_cells(
                     original, nbformat.read(release_path, as_version=4)))
             except Exception:  # noqa: BLE001 - a broken notebook was already reported by nbgrader
@@ -260,6 +293,7 @@ def grade(task):
             problems.append(f"{name}: feedback withheld because it would reveal hidden tests")
             continue
         result["feedback"][name] = html_path
+    result["seconds"] = round(time.monotonic() - started, 2)
     return result
 
 
@@ -283,9 +317,19 @@ def run_task(task):
 
 def main():
     """Serve tasks: one JSON object per stdin line, one JSON reply per stdout line."""
-    out = sys.stdout
-    sys.stdout = sys.stderr  # nothing else may write on the reply channel
-    for line in sys.stdin:
+    # The task and reply pipes move to private, non-inheritable descriptors; fds 0 and 1 become
+    # /dev/null and the log, so no kernel (which inherits 0-2) can read tasks or forge replies.
+    import nbformat  # noqa: F401  (warm up: import nbgrader before the first task arrives)
+    from nbgrader.apps import NbGraderAPI  # noqa: F401
+    from . import execute  # noqa: F401
+    tasks = os.fdopen(os.dup(0), "r")
+    out = os.fdopen(os.dup(1), "w")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    sys.stdin = open(os.devnull)
+    sys.stdout = sys.stderr
+    for line in tasks:
         if not line.strip():
             continue
         task = json.loads(line)

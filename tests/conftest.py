@@ -16,5 +16,4 @@ for variable, folder in {
 }.items():
     (_home / folder).mkdir(parents=True, exist_ok=True)
     os.environ[variable] = str(_home / folder)
-os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # silences a debugger warning in kernels

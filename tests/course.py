@@ -25,8 +25,10 @@ def make_course_copy(target):
 
 
 def nbgrader(course, *args):
+    # nbgrader runs alembic as a command: the environment's bin folder must be on the PATH.
+    env = dict(os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
     result = subprocess.run(
-        NBGRADER + list(args) + ["--log-level=WARN"], cwd=course, env=dict(os.environ),
+        NBGRADER + list(args) + ["--log-level=WARN"], cwd=course, env=env,
         capture_output=True, text=True, timeout=900,
     )
     assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"

@@ -54,11 +54,9 @@ class NotebookCells:
 def read_cells(path):
     nb = nbformat.read(path, as_version=4)
     by_id = {nbgrader_meta(c).get("grade_id"): c for c in nb.cells if nbgrader_meta(c).get("grade_id")}
-    setup = [
-        c.source for c in nb.cells
-        if c.cell_type == "code" and nbgrader_meta(c).get("locked")
-        and not nbgrader_meta(c).get("grade") and not nbgrader_meta(c).get("solution")
-    ]
+    setup = [c.source for c in nb.cells
+             if c.cell_type == "code" and nbgrader_meta(c).get("grade_id", "").endswith("_setup")]
+    assert setup, f"{path.name}: no setup cell (grade_id '<topic>_setup')"
     exercises = []
     for cell in nb.cells:
         meta = nbgrader_meta(cell)

@@ -65,3 +65,9 @@ def test_release_answer_cells_are_stubs(path):
 def test_the_secret_scan_can_fail(tmp_path):
     leaky = "x = 1\n### BEGIN SOLUTION\n"
     assert any(secret in leaky for secret in SECRETS)
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("solutions/*/*.ipynb")) + sorted(RELEASE.rglob("*.ipynb")), ids=str)
+def test_no_saved_widget_state(path):
+    nb = nbformat.read(path, as_version=4)
+    assert "widgets" not in nb.metadata, f"run `python scripts/strip_widget_state.py {path.relative_to(ROOT)}`"

@@ -110,3 +110,26 @@ def test_tampering_inside_the_students_function_is_caught(restore):
 
 def test_clean_state_after_restoring():
     assert tamper.tampered() == []
+
+
+def test_the_reference_may_use_itself():
+    # Checking the reference against its own catalogue must not trip the guard.
+    from course_utils.reference.attention import scaled_dot_product_attention as reference_sdpa
+    out, _ = grading.call_without(reference_sdpa, (q, k, v), forbidden=grading.ATTENTION_BUILTINS)
+    assert out.shape == v.shape
+
+
+def test_catalogue_check_passes_the_reference_and_names_a_crash():
+    from course_utils.reference.mistakes import self_attention as catalogue
+    from course_utils.reference.attention import scaled_dot_product_attention as reference_sdpa
+    catalogue.check("self_attention_sdpa_torch", reference_sdpa)
+
+    def crashes(q, k, v, mask=None):
+        scores = q @ k.T  # .T reverses every dimension of a batched tensor
+        return scores, scores
+
+    with pytest.raises(GradingError) as failure:
+        catalogue.check("self_attention_sdpa_torch", crashes)
+    message = str(failure.value)
+    assert message.startswith("`scaled_dot_product_attention` raised RuntimeError")
+    assert "q @ k.T" in message and "shape (" in message

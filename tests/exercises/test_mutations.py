@@ -24,7 +24,10 @@ def topic_of(exercise):
 
 
 def alternatives(exercise):
-    module = importlib.import_module(f"tests.exercises.alternatives_{topic_of(exercise)}")
+    try:
+        module = importlib.import_module(f"tests.exercises.alternatives_{topic_of(exercise)}")
+    except ModuleNotFoundError:
+        return []  # test_exercise_is_catalogued says what is missing
     return module.ALTERNATIVES.get(exercise.grade_id, [])
 
 

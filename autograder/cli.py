@@ -1,0 +1,71 @@
+"""`python -m autograder grade SUBMISSIONS --out DIR ...`: the instructor's one command.
+
+Exit codes: 0 when the batch finished (whatever the students scored), 2 when grading was
+refused (no sandbox, a solution that fails its own tests, bad arguments).
+"""
+import argparse
+import os
+import sys
+
+from . import batch, intake
+
+COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _lms_pattern_from_config(course_root):
+    """c.FileNameCollectorPlugin.named_regexp from the course's nbgrader_config.py, if set."""
+    path = os.path.join(course_root, "autograder", "nbgrader_config.py")
+    if not os.path.exists(path):
+        return None
+    from traitlets.config.loader import PyFileConfigLoader
+    try:
+        cfg = PyFileConfigLoader(os.path.basename(path), os.path.dirname(path)).load_config()
+    except Exception:  # noqa: BLE001 - fall back to the default pattern
+        return None
+    value = cfg.get("FileNameCollectorPlugin", {}).get("named_regexp")
+    return value or None
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="python -m autograder")
+    sub = p.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="grade a class: a folder <student>/<assignment>/<nb>.ipynb or an LMS zip")
+    g.add_argument("submissions")
+    g.add_argument("--out", required=True, help="output folder (CSVs, feedback/)")
+    g.add_argument("--assignment", action="append", default=[], help="grade only this assignment (repeatable)")
+    g.add_argument("--jobs", type=int, default=0, help="students graded in parallel (default: cores)")
+    g.add_argument("--timeout", type=int, default=60, help="per-cell timeout in seconds (default 60)")
+    g.add_argument("--wall", type=int, default=600, help="per-notebook wall limit in seconds (default 600)")
+    g.add_argument("--memory", type=float, default=4.0, help="memory limit per kernel, GiB (default 4)")
+    g.add_argument("--nproc", type=int, default=64, help="process/thread limit per kernel (default 64)")
+    g.add_argument("--max-file-mb", type=float, default=20, help="largest accepted file, MB (default 20)")
+    g.add_argument("--course-root", default=COURSE_ROOT, help="course folder holding solutions/ (default: this repo)")
+    g.add_argument("--gradebook", default="", help="course gradebook (default: COURSE_ROOT/gradebook.db)")
+    g.add_argument("--lms-pattern", default=None, help="regexp for LMS zip file names (see README)")
+    g.add_argument("--regrade", action="store_true", help="regrade students already graded in OUT")
+    g.add_argument("--unsafe-no-sandbox", action="store_true", help="run student code unconfined (trusted input only)")
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    pattern = args.lms_pattern or _lms_pattern_from_config(args.course_root) or intake.DEFAULT_LMS_PATTERN
+    opts = batch.Options(
+        submissions=os.path.abspath(args.submissions), out=args.out, course_root=args.course_root,
+        gradebook=os.path.abspath(args.gradebook) if args.gradebook else "",
+        assignments=args.assignment, jobs=args.jobs, timeout=args.timeout, wall=args.wall,
+        memory_bytes=int(args.memory * 2**30), nproc=args.nproc, regrade=args.regrade,
+        unsafe_no_sandbox=args.unsafe_no_sandbox, lms_pattern=pattern,
+        max_file_bytes=int(args.max_file_mb * 2**20), progress=not args.quiet)
+    try:
+        job = batch.Batch(opts)
+        results = job.run()
+    except (batch.GradingRefused, ValueError) as exc:
+        print(f"autograder: grading refused: {exc}", file=sys.stderr)
+        return 2
+    graded = sum(1 for r in results.values() if r["status"] == "graded")
+    earlier = f" ({job.resumed} already graded earlier, kept)" if job.resumed else ""
+    print(f"autograder: graded {graded} of {len(results)} submission(s){earlier}; see "
+          f"{os.path.join(os.path.abspath(args.out), 'grades.csv')} and problems.csv", file=sys.stderr)
+    return 0

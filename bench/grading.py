@@ -1,0 +1,109 @@
+"""Benchmark of class grading (`make bench`).
+
+For a synthetic class of honest students (the release of a real assignment with the solutions
+filled in; the test fixture if the assignment is absent), prints:
+- raw: executing the same notebooks one after another with nbclient (no nbgrader, no sandbox);
+- grading with `python -m autograder grade --jobs 1`, then `--jobs 2`, on the same class;
+- the ratios: grading (1 job) / raw (goal <= 1.25) and jobs 1 / jobs 2 (goal >= 1.7 on 2 cores).
+Grading times are the student phase of the command (from its progress log); the fixed cost of a
+run (nbgrader generate_assignment and the solution check, ~10-20 s) is printed separately.
+
+Usage: python bench/grading.py [--students N] [--assignment ID]
+"""
+import argparse
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "grading"))
+
+import grading_helpers as H  # noqa: E402
+
+
+def _isolated_home(root):
+    for var, sub in {"HOME": "home", "JUPYTER_CONFIG_DIR": "jc", "JUPYTER_DATA_DIR": "jd",
+                     "JUPYTER_RUNTIME_DIR": "jr", "IPYTHONDIR": "ip", "MPLCONFIGDIR": "mpl"}.items():
+        (root / sub).mkdir(parents=True, exist_ok=True)
+        os.environ[var] = str(root / sub)
+
+
+def raw_execution(paths, timeout):
+    """Wall seconds to execute every notebook with plain nbclient, serially."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    start = time.monotonic()
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        env_before = os.environ.get("NBGRADER_EXECUTION")
+        os.environ["NBGRADER_EXECUTION"] = "autograde"
+        try:
+            NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+        finally:
+            if env_before is None:
+                os.environ.pop("NBGRADER_EXECUTION", None)
+    return time.monotonic() - start
+
+
+def grading(subs, out, course, assignment, jobs):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "autograder", "grade", str(subs), "--out", str(out),
+                        "--course-root", str(course), "--assignment", assignment, "--jobs", str(jobs),
+                        "--regrade", "--gradebook", str(out.parent / f"gb{jobs}.db")],
+                       cwd=str(REPO), env=env, capture_output=True, text=True)
+    total = time.monotonic() - start
+    if r.returncode != 0:
+        sys.exit(f"grading failed:\n{r.stderr[-3000:]}")
+    stamps = dict((m.group(2), float(m.group(1))) for m in
+                  re.finditer(r"\[\s*([\d.]+) s\] (\S+)", r.stderr))
+    # student phase: after the solution check, until merging starts
+    phase = stamps["graded;"] - stamps["students:"]
+    return total, phase, r
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--students", type=int, default=8)
+    p.add_argument("--assignment", default="05_self_attention")
+    p.add_argument("--timeout", type=int, default=120)
+    args = p.parse_args()
+
+    root = pathlib.Path(tempfile.mkdtemp(prefix="grading-bench-"))
+    _isolated_home(root / "home")
+    source = REPO / "solutions"
+    if not (source / args.assignment).is_dir():
+        print(f"(no solutions/{args.assignment}: using the test fixture)")
+        source, args.assignment = H.FIXTURE, "00_fixture"
+    course = H.make_course(root / "course", source=source, assignments=[args.assignment])
+    nb_names = sorted(p.name for p in (course / "solutions" / args.assignment).glob("*.ipynb"))
+    subs = root / "subs"
+    paths = []
+    for i in range(args.students):
+        for name in nb_names:
+            paths.append(H.write_student(subs, f"student{i:03d}", args.assignment, name,
+                                         H.honest(course, args.assignment, name)))
+
+    print(f"class: {args.students} students x {len(nb_names)} notebook(s) of {args.assignment}; "
+          f"{os.cpu_count()} cores")
+    raw = raw_execution(paths, args.timeout)
+    print(f"raw nbclient execution, serial: {raw:7.1f} s ({raw / len(paths):.2f} s per notebook)")
+    results = {}
+    for jobs in (1, 2):
+        total, phase, _ = grading(subs, root / f"out{jobs}", course, args.assignment, jobs)
+        results[jobs] = phase
+        print(f"grading --jobs {jobs}: students {phase:7.1f} s ({phase / args.students:.2f} s per "
+              f"student), whole command {total:.1f} s (fixed cost {total - phase:.1f} s)")
+    print(f"ratio grading(1 job) / raw execution: {results[1] / raw:.2f}  (goal <= 1.25)")
+    print(f"speed-up 2 jobs vs 1:                 {results[1] / results[2]:.2f}  (goal >= 1.7)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,399 @@
+"""Mistake catalogue of notebook 07 (multi-head attention).
+
+Each `Mistake.compute` is a `functools.partial` of one self-contained function (or class) per
+exercise: the forbidden-API guard counts every function of `course_utils.reference` as the
+answer, so a mistake must not call helpers of this package through their module names (a
+partial keeps the object itself, which the guard neither inspects nor patches).
+
+The module exercise `multi_head_attention` grades a *class*: its mistakes are factories
+`(d_model, num_heads, bias=True) -> nn.Module` computing a wrong module, and
+`ModuleExercise.check` builds the student's module, copies one set of weights into its
+`q_proj`, `k_proj`, `v_proj` and `out_proj`, and compares `forward(query, key, value)`.
+"""
+import dataclasses
+import functools
+import math
+
+import torch
+from torch import nn
+
+from course_utils.grading import ATTENTION_BUILTINS, GradingError, call_without, tamper
+from course_utils.reference import attention, multi_head as reference
+from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import check as _check
+
+__all__ = ["EXERCISES", "HIDDEN_ONLY", "ModuleExercise", "check"]
+
+# Mistakes that the visible tests cannot catch without the reference (none in this notebook:
+# every mistake below fails a visible worked example or the comparison with
+# torch.nn.MultiheadAttention).
+HIDDEN_ONLY = set()
+
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
+
+
+# ----------------------------------------------------------------------------------------
+# multi_head_split_heads: split_heads(x, num_heads) -> (B, h, T, d_k)
+
+def _split_variant(x, num_heads, *, kind):
+    batch_size, T, d_model = x.shape
+    d_k = d_model // num_heads
+    if kind == "no_transpose_reshape":
+        return x.reshape(batch_size, num_heads, T, d_k)
+    if kind == "interleaved":
+        return x.reshape(batch_size, T, d_k, num_heads).permute(0, 3, 1, 2)
+    if kind == "heads_not_moved":
+        return x.reshape(batch_size, T, num_heads, d_k)
+    if kind == "d_k_heads":
+        return x.reshape(batch_size, T, num_heads, d_k).permute(0, 2, 3, 1)
+    raise ValueError(kind)
+
+
+def _split_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [
+        ((torch.randn(2, 5, 12, generator=g), 3), {}),
+        ((torch.randn(1, 7, 8, generator=g), 2), {}),
+        ((torch.randn(3, 4, 24, generator=g), 4), {}),
+    ]
+
+
+def _split(kind):
+    return functools.partial(_split_variant, kind=kind)
+
+
+SPLIT = Exercise(
+    grade_id="multi_head_split_heads",
+    function_name="split_heads",
+    reference=attention.split_heads,
+    make_cases=_split_cases,
+    output_names=("your split",),
+    forbidden=ATTENTION_BUILTINS,
+    mistakes=(
+        Mistake("no_transpose_reshape",
+                "you reshaped (B, T, d_model) straight to (B, h, T, d_k): that cuts the memory in "
+                "order and mixes tokens across heads. Reshape to (B, T, h, d_k) first, then "
+                "swap the T and h axes (.transpose(1, 2)).",
+                _split("no_transpose_reshape")),
+        Mistake("interleaved",
+                "your heads get every h-th feature (features h, h + num_heads, ...); head i owns "
+                "the contiguous block of features i*d_k to (i+1)*d_k - 1: reshape to (B, T, h, d_k), "
+                "not (B, T, d_k, h).",
+                _split("interleaved")),
+        Mistake("heads_not_moved",
+                "your result has shape (B, T, h, d_k): the reshape is right, but the head axis "
+                "must come before the tokens, (B, h, T, d_k): add .transpose(1, 2).",
+                _split("heads_not_moved")),
+        Mistake("d_k_heads",
+                "your result has shape (B, h, d_k, T): the features ended up before the tokens; "
+                "swap only axes 1 and 2 of the (B, T, h, d_k) tensor.",
+                _split("d_k_heads")),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------------------
+# multi_head_merge_heads: merge_heads(x) -> (B, T, h * d_k)
+
+def _merge_variant(x, *, kind):
+    batch_size, num_heads, T, d_k = x.shape
+    if kind == "no_transpose_reshape":
+        return x.reshape(batch_size, T, num_heads * d_k)
+    if kind == "interleaved":
+        return x.permute(0, 2, 3, 1).reshape(batch_size, T, d_k * num_heads)
+    if kind == "mean_of_heads":
+        return x.mean(dim=1)
+    if kind == "concat_tokens":
+        return x.reshape(batch_size, num_heads * T, d_k)
+    raise ValueError(kind)
+
+
+def _merge_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [
+        ((torch.randn(2, 3, 5, 4, generator=g),), {}),
+        ((torch.randn(1, 2, 7, 3, generator=g),), {}),
+        ((torch.randn(3, 4, 6, 2, generator=g),), {}),
+    ]
+
+
+def _merge(kind):
+    return functools.partial(_merge_variant, kind=kind)
+
+
+MERGE = Exercise(
+    grade_id="multi_head_merge_heads",
+    function_name="merge_heads",
+    reference=attention.merge_heads,
+    make_cases=_merge_cases,
+    output_names=("your merge",),
+    forbidden=ATTENTION_BUILTINS,
+    mistakes=(
+        Mistake("no_transpose_reshape",
+                "you reshaped (B, h, T, d_k) straight to (B, T, h*d_k), which mixes tokens across "
+                "heads: first bring the tokens forward, .transpose(1, 2) to (B, T, h, d_k), then reshape.",
+                _merge("no_transpose_reshape")),
+        Mistake("interleaved",
+                "you merged in the wrong order, interleaving the heads feature by feature; "
+                "concatenate them head after head: (B, T, h, d_k) -> (B, T, h*d_k).",
+                _merge("interleaved")),
+        Mistake("mean_of_heads",
+                "you averaged the heads, giving (B, T, d_k); merging concatenates them, giving "
+                "(B, T, h*d_k): W_O then decides how to mix them.",
+                _merge("mean_of_heads")),
+        Mistake("concat_tokens",
+                "you concatenated the heads along the token axis, giving (B, h*T, d_k); they are "
+                "concatenated along the features: (B, T, h*d_k).",
+                _merge("concat_tokens")),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------------------
+# multi_head_attention: class MultiHeadAttention(d_model, num_heads, bias=True)
+
+class _WrongMultiHeadAttention(nn.Module):
+    """Multi-head attention with one catalogued mistake (`kind`); self-contained on purpose."""
+
+    def __init__(self, d_model, num_heads, bias=True, *, kind):
+        super().__init__()
+        self.d_model, self.num_heads, self.kind = d_model, num_heads, kind
+        self.d_k = d_model // num_heads
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def _heads_apart(self, x):
+        batch_size, T, _ = x.shape
+        if self.kind == "split_without_transpose":
+            return x.reshape(batch_size, self.num_heads, T, self.d_k)
+        if self.kind == "shared_projection":
+            # every head uses the first head's slice of the projection
+            first = x[..., : self.d_k].unsqueeze(1)
+            return first.expand(batch_size, self.num_heads, T, self.d_k)
+        return x.reshape(batch_size, T, self.num_heads, self.d_k).transpose(1, 2)
+
+    def _heads_together(self, x):
+        batch_size, _, T, _ = x.shape
+        if self.kind == "merge_without_transpose":
+            return x.reshape(batch_size, T, self.d_model)
+        return x.transpose(1, 2).reshape(batch_size, T, self.d_model)
+
+    def forward(self, query, key, value):
+        q = self._heads_apart(self.q_proj(query))
+        k = self._heads_apart(self.k_proj(key))
+        v = self._heads_apart(self.v_proj(value))
+        if self.kind == "sqrt_d_model":
+            divisor = math.sqrt(self.d_model)
+        elif self.kind == "no_scaling":
+            divisor = 1.0
+        else:
+            divisor = math.sqrt(self.d_k)
+        scores = q @ k.transpose(-2, -1) / divisor
+        weights = torch.softmax(scores, dim=-2 if self.kind == "softmax_over_queries" else -1)
+        merged = self._heads_together(weights @ v)
+        if self.kind == "no_out_proj":
+            return merged, weights
+        return self.out_proj(merged), weights
+
+
+def _wrong_module(kind):
+    return functools.partial(_WrongMultiHeadAttention, kind=kind)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModuleExercise(Exercise):
+    """An exercise whose answer is an nn.Module class (or factory) `cls(d_model, num_heads,
+    bias=...)` with nn.Linear attributes `q_proj`, `k_proj`, `v_proj`, `out_proj`.
+
+    A case is a dict: d_model, num_heads, bias, the weights to copy in ({name: (weight, bias)})
+    and the forward inputs (query, key, value). Mistakes are wrong factories.
+    """
+
+    def _build(self, factory, case, guarded):
+        kwargs = {"bias": case["bias"]}
+        if guarded:
+            module = call_without(factory, (case["d_model"], case["num_heads"]), kwargs,
+                                  forbidden=self.forbidden, exercise=f"`{self.function_name}`")
+        else:
+            module = factory(case["d_model"], case["num_heads"], **kwargs)
+        if not isinstance(module, nn.Module):
+            raise GradingError(
+                f"`{self.function_name}(d_model, num_heads)` should create an nn.Module, "
+                f"but it gave {type(module).__name__}.")
+        with torch.no_grad():
+            for name in PROJECTIONS:
+                layer = getattr(module, name, None)
+                weight, bias = case["weights"][name]
+                if not isinstance(layer, nn.Linear) or tuple(layer.weight.shape) != tuple(weight.shape):
+                    raise GradingError(
+                        f"`{self.function_name}` needs an attribute `{name}` that is an "
+                        f"nn.Linear(d_model, d_model); for d_model={case['d_model']} yours is "
+                        f"{layer if layer is None else repr(layer)}.")
+                if (layer.bias is None) != (bias is None):
+                    raise GradingError(
+                        f"`{self.function_name}(d_model, num_heads, bias={case['bias']})`: "
+                        f"`{name}` should {'' if case['bias'] else 'not '}have a bias.")
+                layer.weight.copy_(weight)
+                if bias is not None:
+                    layer.bias.copy_(bias)
+        module.eval()
+        return module
+
+    def run(self, factory, case, guarded=False):
+        """(output, weights) of the module that `factory` builds, with the case's weights."""
+        module = self._build(factory, case, guarded)
+        inputs = tuple(case[name].clone() for name in ("query", "key", "value"))
+        if guarded:
+            return call_without(module.forward, inputs, forbidden=self.forbidden,
+                                exercise=f"`{self.function_name}`")
+        return module(*inputs)
+
+    def matching_mistake(self, results):
+        for mistake in self.mistakes:
+            if all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results):
+                return mistake
+        return None
+
+    def check(self, student_factory):
+        tamper.verify()
+        with torch.no_grad():
+            results = [(case, self.run(student_factory, case, guarded=True)) for case in self.cases()]
+            tamper.verify()
+            for case, got in results:
+                problem = self.difference(got, self.run(self.reference, case))
+                if problem:
+                    mistake = self.matching_mistake(results)
+                    if mistake is not None:
+                        raise GradingError(f"`{self.function_name}`: {mistake.message}")
+                    raise GradingError(
+                        f"`{self.function_name}` gives a wrong answer on a hidden test case "
+                        f"(d_model={case['d_model']}, num_heads={case['num_heads']}): {problem}")
+        return None
+
+
+def _attention_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for d_model, num_heads, bias, batch_size, Tq, Tk, cross in [
+        (12, 3, True, 2, 5, 5, False),
+        (16, 4, False, 1, 3, 6, True),
+        (8, 2, True, 2, 4, 7, True),
+    ]:
+        weights = {}
+        for name in PROJECTIONS:
+            w = torch.randn(d_model, d_model, generator=g) * (1.5 / math.sqrt(d_model))
+            b = torch.randn(d_model, generator=g) * 0.5 if bias else None
+            weights[name] = (w, b)
+        query = torch.randn(batch_size, Tq, d_model, generator=g)
+        if cross:
+            key = torch.randn(batch_size, Tk, d_model, generator=g)
+            value = torch.randn(batch_size, Tk, d_model, generator=g)
+        else:
+            key = value = query
+        cases.append({"d_model": d_model, "num_heads": num_heads, "bias": bias, "weights": weights,
+                      "query": query, "key": key, "value": value})
+    return cases
+
+
+ATTENTION = ModuleExercise(
+    grade_id="multi_head_attention",
+    function_name="MultiHeadAttention",
+    reference=attention.MultiHeadAttention,
+    make_cases=_attention_cases,
+    output_names=("your output", "your attention weights"),
+    forbidden=ATTENTION_BUILTINS,
+    mistakes=(
+        Mistake("split_without_transpose",
+                "your heads mix tokens: splitting reshapes (B, T, d_model) to (B, T, h, d_k) and "
+                "then transposes to (B, h, T, d_k); a direct reshape to (B, h, T, d_k) is wrong.",
+                _wrong_module("split_without_transpose")),
+        Mistake("merge_without_transpose",
+                "your merge mixes tokens: transpose (B, h, T, d_k) back to (B, T, h, d_k) before "
+                "reshaping to (B, T, d_model).",
+                _wrong_module("merge_without_transpose")),
+        Mistake("sqrt_d_model",
+                "you divided the scores by sqrt(d_model); each head's scores are dot products of "
+                "d_k = d_model / num_heads features, so divide by sqrt(d_k).",
+                _wrong_module("sqrt_d_model")),
+        Mistake("no_scaling",
+                "your scores are not scaled: divide q k^T by sqrt(d_k) (notebook 06).",
+                _wrong_module("no_scaling")),
+        Mistake("no_out_proj",
+                "your output is the concatenated heads: the output projection W_O (out_proj) must "
+                "still be applied to them.",
+                _wrong_module("no_out_proj")),
+        Mistake("shared_projection",
+                "all your heads use the same slice of the projections (the first d_k features), so "
+                "they all compute the same attention; head i must use features i*d_k to (i+1)*d_k - 1 "
+                "of q_proj, k_proj and v_proj.",
+                _wrong_module("shared_projection")),
+        Mistake("softmax_over_queries",
+                "your softmax runs over the queries (dim=-2); each query's weights over the keys "
+                "must sum to one: softmax over the last axis.",
+                _wrong_module("softmax_over_queries")),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------------------
+# multi_head_param_count: attention_parameter_count(d_model, num_heads, bias=True) -> int
+
+def _count_variant(d_model, num_heads, bias=True, *, kind):
+    d_k = d_model // num_heads
+    b = 1 if bias else 0
+    if kind == "full_projection_per_head":
+        return num_heads * 3 * (d_model * d_model + b * d_model) + d_model * d_model + b * d_model
+    if kind == "no_out_proj":
+        return 3 * (d_model * d_model + b * d_model)
+    if kind == "no_bias":
+        return 4 * d_model * d_model
+    if kind == "one_head_only":
+        return 3 * (d_model * d_k + b * d_k) + d_model * d_model + b * d_model
+    raise ValueError(kind)
+
+
+def _count_cases(seed):
+    return [((12, 3), {"bias": True}), ((16, 4), {"bias": False}), ((64, 8), {"bias": True}),
+            ((10, 1), {"bias": True})]
+
+
+def _count(kind):
+    return functools.partial(_count_variant, kind=kind)
+
+
+COUNT = Exercise(
+    grade_id="multi_head_param_count",
+    function_name="attention_parameter_count",
+    reference=reference.attention_parameter_count,
+    make_cases=_count_cases,
+    output_names=("your count",),
+    forbidden=ATTENTION_BUILTINS,
+    atol=0.0,
+    rtol=0.0,
+    mistakes=(
+        Mistake("full_projection_per_head",
+                "you gave every head its own d_model x d_model projections; each head's W_Q^i is "
+                "d_model x d_k, so the h heads together need d_model x d_model, as one head would.",
+                _count("full_projection_per_head")),
+        Mistake("no_out_proj",
+                "you left out W_O, the d_model x d_model output projection (and its bias).",
+                _count("no_out_proj")),
+        Mistake("no_bias",
+                "with bias=True each of the four projections also has d_model biases.",
+                _count("no_bias")),
+        Mistake("one_head_only",
+                "you counted the query, key and value projections of one head only (d_model x d_k "
+                "each); there are num_heads of them.",
+                _count("one_head_only")),
+    ),
+)
+
+
+EXERCISES = {exercise.grade_id: exercise for exercise in (SPLIT, MERGE, ATTENTION, COUNT)}
+
+
+def check(grade_id, fn):
+    """Raise GradingError naming the mistake if `fn` is wrong; return None if right."""
+    return _check(EXERCISES, grade_id, fn)

@@ -1,0 +1,470 @@
+"""Mistake catalogue of notebook 05 (QKV self-attention).
+
+Instructor side, as secret as the reference. `EXERCISES[grade_id]` holds, for each exercise,
+the reference, the hidden test cases and the common wrong answers; the notebook's hidden
+tests call `check(grade_id, student_function)`.
+
+Why the cases look the way they do (every mistake must be told apart from the reference and
+from every other mistake on them):
+
+* softmax: all 2-D cases are square and the 3-D one a cube, so that a sum without
+  `keepdims=True` broadcasts silently (the dangerous case) instead of raising; rows of the
+  large-score cases lie close together, so subtracting the maximum of the whole array (also
+  correct) never underflows a whole row.
+* attention_numpy: Tq = Tk (a sequence attending to itself) so that the lecture notes' slip
+  K Q^T runs instead of raising; T, d_k and d_v all differ, so sqrt(T), sqrt(d_k), d_k and
+  sqrt(d_v) scalings differ.
+* scaled_dot_product_attention: Tq != Tk != d_k != d_v, 3-D and 4-D inputs (a hard-coded
+  dim=2 is right on 3-D, wrong on 4-D), masks of shapes (B, 1, Tk), (Tq, Tk) and
+  (B, H, Tq, Tk); every mask row has an allowed and a blocked key, so the inverted mask is
+  defined too. Fully masked rows are checked by the visible tests, not here, so that a
+  student with a second, unrelated mistake still gets this diagnosis.
+* self_attention: square projections (d_model = d_k = d_v) so that x @ W.T runs.
+
+The `compute` of every mistake is a closure with everything inline, and this module imports
+the references only as modules: the forbidden-API guard treats any function of
+`course_utils.reference` reachable by a name in the code (even an attribute name such as the
+`softmax` of `torch.softmax`) as a forbidden shortcut, and the mutation tests feed these
+computes to the notebook's test cells as if a student wrote them.
+"""
+import math
+
+import numpy as np
+import torch
+
+from course_utils.grading import ATTENTION_BUILTINS, SOFTMAX_BUILTINS
+from course_utils.reference import mistakes as framework
+from course_utils.reference import attention as attention_reference
+from course_utils.reference import self_attention as reference
+from course_utils.reference.mistakes import Exercise, Mistake
+
+__all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
+
+# Every catalogued mistake also fails the visible tests.
+HIDDEN_ONLY = set()
+
+
+# --------------------------------------------------------------------------- 1. softmax
+
+def softmax_cases(seed):
+    rng = np.random.default_rng(seed)
+    return [
+        ((3.0 * rng.standard_normal((4, 4)),), {}),
+        ((800.0 + 20.0 * rng.standard_normal((6, 6)),), {}),      # exp overflows without the max
+        ((-900.0 + 20.0 * rng.standard_normal((4, 4)),), {}),     # exp underflows to 0 / 0
+        ((2.0 * rng.standard_normal((5, 5)),), {"axis": 0}),
+        ((2.0 * rng.standard_normal(7),), {}),
+        ((2.0 * rng.standard_normal((3, 3, 3)),), {"axis": 1}),
+    ]
+
+
+def _softmax_variant(stable=True, axis_override=None, use_exp=True, keepdims=True, whole_array=False,
+                     max_keepdims=True):
+    def compute(x, axis=-1):
+        x = np.asarray(x, dtype=np.float64)
+        ax = axis if axis_override is None else axis_override
+        with np.errstate(all="ignore"):
+            shifted = x - np.max(x, axis=ax, keepdims=max_keepdims) if stable else x
+            e = np.exp(shifted) if use_exp else x
+            if whole_array:
+                return e / np.sum(e)
+            return e / np.sum(e, axis=ax, keepdims=keepdims)
+    return compute
+
+
+def _softmax_with_torch(x, axis=-1):
+    return torch.softmax(torch.as_tensor(np.asarray(x, dtype=np.float64)), dim=axis).numpy()
+
+
+SOFTMAX_MISTAKES = (
+    Mistake(
+        "unstable",
+        "your softmax overflows on large scores (exp(800) is inf, and inf / inf is nan): "
+        "subtract the maximum of each slice before exp.",
+        _softmax_variant(stable=False),
+    ),
+    Mistake(
+        "ignores_axis",
+        "your softmax ignores the `axis` argument and always normalises over the last axis.",
+        _softmax_variant(axis_override=-1),
+    ),
+    Mistake(
+        "axis_0",
+        "your softmax normalises over axis 0 (down the columns) instead of over the axis it is given.",
+        _softmax_variant(axis_override=0),
+    ),
+    Mistake(
+        "no_exp",
+        "you divided x by its sum without taking exp first: softmax is exp(x) / sum(exp(x)).",
+        _softmax_variant(stable=False, use_exp=False),
+    ),
+    Mistake(
+        "no_keepdims",
+        "you summed without keepdims=True, so NumPy broadcast the sums along the wrong axis: "
+        "pass keepdims=True to np.sum (and np.max).",
+        _softmax_variant(keepdims=False),
+    ),
+    Mistake(
+        "no_keepdims_anywhere",
+        "you took the maximum and the sum without keepdims=True, so NumPy broadcast them along the "
+        "wrong axis: pass keepdims=True to np.max and np.sum.",
+        _softmax_variant(keepdims=False, max_keepdims=False),
+    ),
+    Mistake(
+        "whole_array_sum",
+        "you divided by the sum of the whole array instead of the sum along `axis`, "
+        "so each slice does not sum to one.",
+        _softmax_variant(whole_array=True),
+    ),
+    Mistake(
+        "torch_softmax",
+        "Your code uses torch.softmax",
+        _softmax_with_torch,
+    ),
+)
+
+
+# --------------------------------------------------------------------------- 2. attention_numpy
+
+def attention_numpy_cases(seed):
+    rng = np.random.default_rng(seed)
+
+    def qkv(T, d_k, d_v, size=1.0):
+        return (size * rng.standard_normal((T, d_k)), size * rng.standard_normal((T, d_k)),
+                rng.standard_normal((T, d_v)))
+
+    return [
+        (qkv(5, 3, 7), {}),
+        (qkv(4, 6, 2), {}),
+        (qkv(6, 9, 4), {}),
+        (qkv(5, 3, 4, size=40.0), {}),  # scores in the hundreds: exp overflows without the max
+    ]
+
+
+def _attention_numpy_variant(scale="sqrt_dk", scores_kq=False, axis=-1, stable=True, swap_outputs=False):
+    def compute(Q, K, V):
+        Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
+        divisor = {
+            "sqrt_dk": math.sqrt(Q.shape[-1]),
+            "none": 1.0,
+            "dk": float(Q.shape[-1]),
+            "sqrt_dv": math.sqrt(V.shape[-1]),
+            "sqrt_T": math.sqrt(K.shape[0]),
+        }[scale]
+        scores = (K @ Q.T if scores_kq else Q @ K.T) / divisor
+        with np.errstate(all="ignore"):
+            shifted = scores - np.max(scores, axis=axis, keepdims=True) if stable else scores
+            e = np.exp(shifted)
+            weights = e / np.sum(e, axis=axis, keepdims=True)
+        output = weights @ V
+        return (weights, output) if swap_outputs else (output, weights)
+    return compute
+
+
+ATTENTION_NUMPY_MISTAKES = (
+    Mistake(
+        "no_scaling",
+        "your output equals attention with unscaled scores: did you divide Q K^T by sqrt(d_k)?",
+        _attention_numpy_variant(scale="none"),
+    ),
+    Mistake(
+        "scaled_by_dk",
+        "you divided the scores by d_k instead of sqrt(d_k).",
+        _attention_numpy_variant(scale="dk"),
+    ),
+    Mistake(
+        "scaled_by_sqrt_dv",
+        "you divided the scores by sqrt(d_v), the size of the values: the scale is sqrt(d_k), "
+        "the size of the queries and keys (Q.shape[-1]).",
+        _attention_numpy_variant(scale="sqrt_dv"),
+    ),
+    Mistake(
+        "scaled_by_sqrt_T",
+        "you divided the scores by the square root of the number of tokens (K.shape[0]) "
+        "instead of sqrt(d_k) = sqrt(Q.shape[-1]).",
+        _attention_numpy_variant(scale="sqrt_T"),
+    ),
+    Mistake(
+        "scores_kq",
+        "you computed K Q^T instead of Q K^T: your score matrix is transposed, with a row per "
+        "key instead of a row per query.",
+        _attention_numpy_variant(scores_kq=True),
+    ),
+    Mistake(
+        "softmax_over_queries",
+        "your weights are a softmax over the query axis: each column sums to one instead of each row "
+        "(use axis=-1, over the keys).",
+        _attention_numpy_variant(axis=0),
+    ),
+    Mistake(
+        "unstable_softmax",
+        "your attention overflows on large scores (exp of a large score is inf, and inf / inf is nan): "
+        "use your stable softmax, or subtract each row's maximum before exp.",
+        _attention_numpy_variant(stable=False),
+    ),
+    Mistake(
+        "outputs_swapped",
+        "you returned (weights, output): return the output first, then the weights.",
+        _attention_numpy_variant(swap_outputs=True),
+    ),
+)
+
+
+# --------------------------------------------------------------------------- 3. scaled_dot_product_attention
+
+def _mask_with_both(shape, generator):
+    """A random boolean mask whose every row (last axis) has an allowed and a blocked key."""
+    mask = torch.rand(shape, generator=generator) < 0.5
+    last = shape[-1]
+    mask[..., 0] = True
+    mask[..., last - 1] = False
+    # shuffle the columns so the guaranteed entries are not always first and last
+    perm = torch.randperm(last, generator=generator)
+    return mask[..., perm]
+
+
+def sdpa_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+
+    def qkv(lead, Tq, Tk, d_k, d_v):
+        return (torch.randn(*lead, Tq, d_k, generator=g, dtype=torch.float64),
+                torch.randn(*lead, Tk, d_k, generator=g, dtype=torch.float64),
+                torch.randn(*lead, Tk, d_v, generator=g, dtype=torch.float64))
+
+    return [
+        (qkv((2,), 3, 5, 4, 6), {}),
+        (qkv((2, 3), 4, 6, 5, 7), {}),
+        (qkv((2,), 3, 5, 4, 6), {"mask": _mask_with_both((2, 1, 5), g)}),
+        (qkv((2, 3), 4, 6, 5, 7), {"mask": _mask_with_both((4, 6), g)}),
+        (qkv((2, 3), 4, 6, 5, 7), {"mask": _mask_with_both((2, 3, 4, 6), g)}),
+    ]
+
+
+def _sdpa_variant(scale="sqrt_dk", dim=-1, mask_mode="-inf"):
+    def compute(q, k, v, mask=None):
+        divisor = {"sqrt_dk": math.sqrt(q.shape[-1]), "none": 1.0, "dk": float(q.shape[-1])}[scale]
+        scores = q @ k.transpose(-2, -1) / divisor
+        after = None
+        if mask is not None:
+            if mask_mode == "-inf":
+                scores = scores.masked_fill(~mask, float("-inf"))
+            elif mask_mode == "inverted":
+                scores = scores.masked_fill(mask, float("-inf"))
+            elif mask_mode == "zero":
+                scores = scores.masked_fill(~mask, 0.0)
+            elif mask_mode == "after":
+                after = mask
+            # "ignored": leave the scores alone
+        weights = torch.softmax(scores, dim=dim)
+        if after is not None:
+            weights = weights * after
+        return weights @ v, weights
+    return compute
+
+
+def _sdpa_with_builtin(q, k, v, mask=None):
+    output = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return output, torch.softmax(scores, dim=-1)
+
+
+SDPA_MISTAKES = (
+    Mistake(
+        "no_scaling",
+        "your output equals attention with unscaled scores: did you divide q k^T by sqrt(d_k)?",
+        _sdpa_variant(scale="none"),
+    ),
+    Mistake(
+        "scaled_by_dk",
+        "you divided the scores by d_k instead of sqrt(d_k).",
+        _sdpa_variant(scale="dk"),
+    ),
+    Mistake(
+        "softmax_over_queries",
+        "your weights are a softmax over the query axis (dim=-2): each column sums to one instead "
+        "of each row; use dim=-1, the key axis.",
+        _sdpa_variant(dim=-2),
+    ),
+    Mistake(
+        "softmax_dim_2",
+        "your softmax uses dim=2, which is the key axis only for 3-D scores (B, Tq, Tk): on "
+        "(B, heads, Tq, Tk) it is the query axis; use dim=-1.",
+        _sdpa_variant(dim=2),
+    ),
+    Mistake(
+        "mask_ignored",
+        "your output ignores the mask: set the scores of blocked keys (mask False) to -inf before the softmax.",
+        _sdpa_variant(mask_mode="ignored"),
+    ),
+    Mistake(
+        "mask_inverted",
+        "your mask is inverted: True means the query may attend to that key (as in "
+        "F.scaled_dot_product_attention), so fill the scores where the mask is False.",
+        _sdpa_variant(mask_mode="inverted"),
+    ),
+    Mistake(
+        "mask_after_softmax",
+        "you zeroed the blocked weights after the softmax, so the rows no longer sum to one: "
+        "mask the scores with -inf before the softmax instead.",
+        _sdpa_variant(mask_mode="after"),
+    ),
+    Mistake(
+        "masked_with_zero",
+        "you set blocked scores to 0 instead of -inf: exp(0) = 1, so blocked keys still get weight.",
+        _sdpa_variant(mask_mode="zero"),
+    ),
+    Mistake(
+        "builtin_sdpa",
+        "Your code uses torch.nn.functional.scaled_dot_product_attention",
+        _sdpa_with_builtin,
+    ),
+)
+
+
+# --------------------------------------------------------------------------- 4. self_attention
+
+def self_attention_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+    d = 6
+
+    def weights():
+        return tuple(torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d) for _ in range(3))
+
+    def x(*shape):
+        return torch.randn(*shape, d, generator=g, dtype=torch.float64)
+
+    causal = torch.ones(5, 5, dtype=torch.bool).tril()
+    return [
+        ((x(2, 5),) + weights(), {}),
+        ((x(2, 5),) + weights(), {"mask": causal}),
+        ((x(3, 4),) + weights(), {"mask": _mask_with_both((3, 1, 4), g)}),
+        ((x(2, 3, 4),) + weights(), {}),
+    ]
+
+
+def _self_attention_variant(projection="x@W", roles=("q", "k", "v"), pass_mask=True):
+    def attend(q, k, v, mask):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+
+    def compute(x, W_q, W_k, W_v, mask=None):
+        W = {"q": W_q, "k": W_k, "v": W_v, "x": None}
+
+        def project(role):
+            if role == "x":
+                return x
+            return x @ (W[role].T if projection == "x@W.T" else W[role])
+
+        q, k, v = (project(role) for role in roles)
+        return attend(q, k, v, mask if pass_mask else None)
+    return compute
+
+
+SELF_ATTENTION_MISTAKES = (
+    Mistake(
+        "q_k_swapped",
+        "your queries and keys are swapped (queries from W_k, keys from W_q), so your weights are "
+        "the transpose of the right ones: q = x @ W_q, k = x @ W_k.",
+        _self_attention_variant(roles=("k", "q", "v")),
+    ),
+    Mistake(
+        "transposed_projections",
+        "you projected with the transposed matrices (x @ W.T, the nn.Linear layout): here "
+        "W_q, W_k, W_v have shape (d_model, d_k) and the projections are x @ W.",
+        _self_attention_variant(projection="x@W.T"),
+    ),
+    Mistake(
+        "no_value_projection",
+        "you forgot the value projection: the values are x @ W_v, not x itself.",
+        _self_attention_variant(roles=("q", "k", "x")),
+    ),
+    Mistake(
+        "values_from_W_k",
+        "your values come from W_k: the values are x @ W_v.",
+        _self_attention_variant(roles=("q", "k", "k")),
+    ),
+    Mistake(
+        "mask_not_passed",
+        "you did not pass the mask on to scaled_dot_product_attention, so masked keys still get weight.",
+        _self_attention_variant(pass_mask=False),
+    ),
+)
+
+
+# What to suggest when a student's function raises on a hidden case instead of returning.
+_CRASH_HINTS = {
+    "self_attention_softmax": "it should accept an array of any shape and an `axis` (e.g. axis=0 "
+                              "on a 2-D array, or axis=1 on a 3-D one)",
+    "self_attention_attention_numpy": "Q is (Tq, d_k), K is (Tk, d_k), V is (Tk, d_v); the scores "
+                                      "are Q @ K.T of shape (Tq, Tk)",
+    "self_attention_sdpa_torch": "it must work for any number of leading batch/head dimensions "
+                                 "and Tq != Tk: transpose only the last two dimensions of k "
+                                 "(k.transpose(-2, -1), not k.T or k.transpose(1, 2)) and take the "
+                                 "softmax over dim=-1",
+    "self_attention_self_attention": "x is (..., T, d_model) and W_q, W_k, W_v are (d_model, d_k): "
+                                     "project with x @ W, then call your scaled_dot_product_attention",
+}
+
+
+EXERCISES = {
+    exercise.grade_id: exercise
+    for exercise in (
+        Exercise(
+            grade_id="self_attention_softmax",
+            function_name="softmax",
+            reference=reference.softmax,
+            make_cases=softmax_cases,
+            mistakes=SOFTMAX_MISTAKES,
+            forbidden=SOFTMAX_BUILTINS,
+            output_names=("your softmax",),
+            atol=1e-8,
+            rtol=1e-6,
+            crash_hint=_CRASH_HINTS["self_attention_softmax"],
+        ),
+        Exercise(
+            grade_id="self_attention_attention_numpy",
+            function_name="attention_numpy",
+            reference=reference.attention_numpy,
+            make_cases=attention_numpy_cases,
+            mistakes=ATTENTION_NUMPY_MISTAKES,
+            forbidden=SOFTMAX_BUILTINS + ATTENTION_BUILTINS,
+            output_names=("your output", "your weights"),
+            atol=1e-8,
+            rtol=1e-6,
+            crash_hint=_CRASH_HINTS["self_attention_attention_numpy"],
+        ),
+        Exercise(
+            grade_id="self_attention_sdpa_torch",
+            function_name="scaled_dot_product_attention",
+            reference=attention_reference.scaled_dot_product_attention,
+            make_cases=sdpa_cases,
+            mistakes=SDPA_MISTAKES,
+            forbidden=ATTENTION_BUILTINS,
+            output_names=("your output", "your weights"),
+            atol=1e-6,
+            rtol=1e-5,
+            crash_hint=_CRASH_HINTS["self_attention_sdpa_torch"],
+        ),
+        Exercise(
+            grade_id="self_attention_self_attention",
+            function_name="self_attention",
+            reference=reference.self_attention,
+            make_cases=self_attention_cases,
+            mistakes=SELF_ATTENTION_MISTAKES,
+            forbidden=ATTENTION_BUILTINS,
+            output_names=("your output", "your weights"),
+            atol=1e-6,
+            rtol=1e-5,
+            crash_hint=_CRASH_HINTS["self_attention_self_attention"],
+        ),
+    )
+}
+
+def check(grade_id, student_fn):
+    """The hidden test of one exercise: GradingError naming the mistake, or None when right."""
+    return framework.check(EXERCISES, grade_id, student_fn)

@@ -1,0 +1,168 @@
+"""Pure compute and drawing behind the demos of notebook 03 (embeddings and positions).
+
+`positional_table` computes the sinusoidal encoding for the heatmap widget, through complex
+exponentials rather than the sin/cos formula of the exercise; the exercise's hidden tests
+forbid calling it, so it cannot stand in for the student's own `sinusoidal_encoding`.
+"""
+import contextlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = [
+    "positional_table", "similarity_profile", "offset_similarity", "train_skipgram",
+    "nearest_neighbours", "train_previous_token_scorer", "draw_encoding", "draw_similarity",
+]
+
+
+def positional_table(max_len, d_model):
+    """The sinusoidal positional encoding as a float64 NumPy array of shape (max_len, d_model).
+
+    Column pair (2i, 2i + 1) holds the imaginary and real parts of exp(1j * pos * w_i),
+    w_i = 10000 ** (-2i / d_model). d_model must be even.
+    """
+    if d_model < 2 or d_model % 2:
+        raise ValueError(f"d_model must be even and >= 2, got {d_model}")
+    w = np.power(10000.0, -np.arange(d_model // 2) * 2.0 / d_model)
+    phasors = np.exp(1j * np.outer(np.arange(max_len), w))  # (max_len, d_model / 2)
+    return np.stack([phasors.imag, phasors.real], axis=-1).reshape(max_len, d_model)
+
+
+def similarity_profile(table, position):
+    """Cosine similarity between row `position` of the table and every row: shape (max_len,)."""
+    unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+    return unit @ unit[position]
+
+
+def offset_similarity(table):
+    """The dot product of every pair of rows, divided by d_model / 2: shape (max_len, max_len).
+
+    For the sinusoidal table, entry (p, q) is the mean of cos((p - q) * w_i) over the pairs,
+    so it depends only on the offset p - q: the matrix is constant along every diagonal.
+    """
+    return table @ table.T / (table.shape[1] / 2)
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """One thread, so that training gives bit-identical numbers on every machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def train_skipgram(centers, contexts, vocab_size, dim=16, steps=300, lr=0.05, seed=0):
+    """Skip-gram with a full softmax: predict each context word from its center word.
+
+    centers, contexts: int arrays of equal length. Returns (embeddings as a float64 NumPy array
+    of shape (vocab_size, dim), list of the loss every 50 steps).
+    """
+    with _one_thread():
+        torch.manual_seed(seed)
+        embed = nn.Embedding(vocab_size, dim)
+        output = nn.Linear(dim, vocab_size, bias=False)
+        optimiser = torch.optim.Adam(list(embed.parameters()) + list(output.parameters()), lr=lr)
+        centers = torch.as_tensor(centers)
+        contexts = torch.as_tensor(contexts)
+        losses = []
+        for step in range(steps):
+            loss = F.cross_entropy(output(embed(centers)), contexts)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            if step % 50 == 0 or step == steps - 1:
+                losses.append(round(loss.item(), 3))
+    return embed.weight.detach().double().numpy(), losses
+
+
+def nearest_neighbours(vectors, words, word, k=3):
+    """The k words whose vectors have the highest cosine similarity with `word`'s, with the
+    similarities: a list of (word, similarity) pairs, most similar first."""
+    table = torch.as_tensor(vectors)
+    index = words.index(word)
+    sims = F.cosine_similarity(table[index][None, :], table, dim=-1)
+    sims[index] = -2.0  # never the word itself
+    best = torch.argsort(sims, descending=True)[:k]
+    return [(words[int(i)], float(sims[i])) for i in best]
+
+
+def train_previous_token_scorer(kind, d_model=16, train_len=32, total_len=64, steps=300, lr=0.05, seed=0):
+    """A toy task for position encodings: each position must pick the position just before it.
+
+    Position p scores every position q as E[p] @ A @ E[q] (A is learned); the softmax over q
+    should put its mass on q = p - 1. Training uses positions 1 .. train_len - 1, choosing among
+    the first train_len positions; testing uses positions train_len .. total_len - 1, choosing
+    among all total_len positions.
+
+    kind: "sinusoidal" (E fixed, from positional_table) or "learned" (E an nn.Embedding of
+    total_len rows, trained along with A; rows >= train_len are never trained).
+    Returns a dict: parameters (of E), train_accuracy, test_accuracy.
+    """
+    with _one_thread():
+        torch.manual_seed(seed)
+        if kind == "sinusoidal":
+            table = torch.tensor(positional_table(total_len, d_model), dtype=torch.float32)
+            encodings = lambda: table  # noqa: E731
+            parameters = []
+            n_params = 0
+        elif kind == "learned":
+            learned = nn.Embedding(total_len, d_model)
+            encodings = lambda: learned.weight  # noqa: E731
+            parameters = list(learned.parameters())
+            n_params = learned.weight.numel()
+        else:
+            raise ValueError(f"kind must be 'sinusoidal' or 'learned', got {kind!r}")
+        A = nn.Parameter(0.1 * torch.randn(d_model, d_model))
+        optimiser = torch.optim.Adam(parameters + [A], lr=lr)
+        queries = torch.arange(1, train_len)
+        for _ in range(steps):
+            E = encodings()
+            scores = E[queries] @ A @ E[:train_len].T
+            loss = F.cross_entropy(scores, queries - 1)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        with torch.no_grad():
+            E = encodings()
+            train_pick = (E[queries] @ A @ E[:train_len].T).argmax(dim=-1)
+            test_queries = torch.arange(train_len, total_len)
+            test_pick = (E[test_queries] @ A @ E.T).argmax(dim=-1)
+    return {
+        "parameters": n_params,
+        "train_accuracy": float((train_pick == queries - 1).float().mean()),
+        "test_accuracy": float((test_pick == test_queries - 1).float().mean()),
+    }
+
+
+def draw_encoding(table, ax=None, title=None):
+    """Heatmap of an encoding table: positions down, dimensions across."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    image = ax.imshow(table, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
+    ax.set_xlabel("dimension")
+    ax.set_ylabel("position")
+    ax.set_title(title or f"sinusoidal encoding, d_model = {table.shape[1]}")
+    ax.figure.colorbar(image, ax=ax, fraction=0.046)
+    return ax
+
+
+def draw_similarity(profile, position, ax=None):
+    """Line plot of the cosine similarity between one position and all others."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3))
+    ax.plot(np.arange(len(profile)), profile, marker=".", color="tab:blue")
+    ax.axvline(position, color="tab:red", ls="--", lw=1)
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_xlabel("position q")
+    ax.set_ylabel(f"cos(PE[{position}], PE[q])")
+    ax.set_title(f"similarity of position {position} to every position")
+    return ax

@@ -1,0 +1,214 @@
+"""Notebook 07 (multi-head attention): the computations behind its demos and widget, and the
+figures that draw them.
+
+The trained demo uses PyTorch's own `torch.nn.MultiheadAttention` (never the course's
+reference or the student's answers), on the toy task of `course_utils.data.relations`.
+Everything is seeded: the same arguments give the same numbers.
+"""
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from torch import nn
+
+from course_utils import plots
+from course_utils.data import relations
+
+__all__ = [
+    "RelationModel", "train_relation_model", "evaluate", "head_weights", "head_relation_table",
+    "head_specialisation", "split_layout", "split_numbers", "draw_split", "draw_heads", "draw_head_query",
+]
+
+
+class RelationModel(nn.Module):
+    """Token + learned position embeddings, one multi-head self-attention layer, and one linear
+    read-out per relation from the attention output (no residual path: whatever a read-out
+    needs must come through attention)."""
+
+    def __init__(self, vocab_size=10, seq_len=8, d_model=48, num_heads=3):
+        super().__init__()
+        self.token = nn.Embedding(vocab_size, d_model)
+        self.position = nn.Embedding(seq_len, d_model)
+        self.attention = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+        self.readout = nn.ModuleDict({r: nn.Linear(d_model, vocab_size) for r in relations.RELATIONS})
+
+    def forward(self, tokens):
+        """Shape of tokens: (batch_size, seq_len). Returns ({relation: logits (batch_size,
+        seq_len, vocab_size)}, weights (batch_size, num_heads, seq_len, seq_len))."""
+        positions = torch.arange(tokens.shape[-1], device=tokens.device)
+        x = self.token(tokens) + self.position(positions)
+        out, weights = self.attention(x, x, x, need_weights=True, average_attn_weights=False)
+        return {r: head(out) for r, head in self.readout.items()}, weights
+
+
+def _loss(logits, targets):
+    return sum(
+        nn.functional.cross_entropy(logits[r].flatten(0, 1), targets[r].flatten(), ignore_index=relations.IGNORE)
+        for r in relations.RELATIONS
+    ) / len(relations.RELATIONS)
+
+
+def train_relation_model(steps=300, batch_size=64, seq_len=8, vocab_size=10, d_model=48,
+                         num_heads=3, lr=3e-3, seed=0):
+    """Train a RelationModel with Adam on fresh random batches. Returns (model, losses), the
+    loss of every step as a list of floats.
+
+    Runs on one CPU thread (restoring the previous setting afterwards): for a model this small
+    that is the fastest, and it makes the result the same on every machine.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(seed)
+        generator = torch.Generator().manual_seed(seed)
+        model = RelationModel(vocab_size, seq_len, d_model, num_heads)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        losses = []
+        for _ in range(steps):
+            tokens, targets = relations.make_batch(batch_size, seq_len, vocab_size, generator)
+            logits, _ = model(tokens)
+            loss = _loss(logits, targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    return model, losses
+
+
+@torch.no_grad()
+def evaluate(model, n=1000, seed=1):
+    """Accuracy of each relation's read-out on n fresh sequences: {relation: float in [0, 1]}."""
+    seq_len = model.position.num_embeddings
+    vocab_size = model.token.num_embeddings
+    tokens, targets = relations.make_batch(n, seq_len, vocab_size, torch.Generator().manual_seed(seed))
+    logits, _ = model(tokens)
+    accuracy = {}
+    for r in relations.RELATIONS:
+        keep = targets[r] != relations.IGNORE
+        accuracy[r] = float((logits[r].argmax(-1) == targets[r])[keep].float().mean())
+    return accuracy
+
+
+@torch.no_grad()
+def head_weights(model, tokens):
+    """Attention weights of every head for one sequence: NumPy (num_heads, seq_len, seq_len).
+    Shape of tokens: (seq_len,)."""
+    _, weights = model(torch.as_tensor(tokens).unsqueeze(0))
+    return weights[0].numpy()
+
+
+@torch.no_grad()
+def head_relation_table(model, n=500, seed=2):
+    """How much weight each head puts on each relation's source position, on average.
+
+    Returns a NumPy array (num_heads, len(RELATIONS)): entry [h, r] is the mean over n random
+    sequences and over the positions where relation r has a source of head h's weight on it.
+    """
+    seq_len = model.position.num_embeddings
+    tokens, _ = relations.make_batch(n, seq_len, model.token.num_embeddings, torch.Generator().manual_seed(seed))
+    _, weights = model(tokens)  # (n, heads, T, T)
+    table = np.zeros((weights.shape[1], len(relations.RELATIONS)))
+    for j, r in enumerate(relations.RELATIONS):
+        source = relations.source_positions(r, seq_len)
+        rows = [t for t in range(seq_len) if source[t] >= 0]
+        cols = [source[t] for t in rows]
+        table[:, j] = weights[:, :, rows, cols].mean(dim=(0, 2)).numpy()
+    return table
+
+
+def head_specialisation(table):
+    """For each head, the relation it attends to most and the weight it puts there:
+    a list of (relation, weight)."""
+    return [(relations.RELATIONS[int(np.argmax(row))], float(np.max(row))) for row in np.asarray(table)]
+
+
+def split_layout(d_model, num_heads):
+    """Which head owns each feature after splitting: an int array of shape (d_model,), feature
+    f going to head f // d_k (d_k = d_model // num_heads)."""
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+    return np.arange(d_model) // (d_model // num_heads)
+
+
+# ----------------------------------------------------------------------------------------
+# Figures
+
+def split_numbers(seq_len, d_model, num_heads, transpose=True):
+    """Where the numbers of a (seq_len, d_model) matrix holding 0, 1, 2, ... (row by row) end up
+    after splitting into heads: an int array (num_heads, seq_len, d_k). With transpose=False,
+    what a plain reshape to (num_heads, seq_len, d_k) gives instead (the common mistake)."""
+    d_k = d_model // num_heads
+    x = np.arange(seq_len * d_model).reshape(seq_len, d_model)
+    if transpose:
+        return x.reshape(seq_len, num_heads, d_k).transpose(1, 0, 2)
+    return x.reshape(num_heads, seq_len, d_k)
+
+
+def draw_split(seq_len, d_model, num_heads, axes=None):
+    """Three panels: a (seq_len, d_model) matrix numbered 0, 1, 2, ... and coloured by the head
+    that owns each column; the heads after reshape + transpose (right); the heads after a
+    plain reshape (wrong: each head gets whole tokens, the colours mix)."""
+    owner = split_layout(d_model, num_heads)
+    d_k = d_model // num_heads
+    if axes is None:
+        _, axes = plt.subplots(1, 3, figsize=(12, 3.6), layout="constrained",
+                               gridspec_kw={"width_ratios": [d_model, d_k + 1, d_k + 1]})
+    cmap = plt.get_cmap("tab10", num_heads)
+    numbers = np.arange(seq_len * d_model).reshape(seq_len, d_model)
+
+    def panel(ax, values, title):
+        colour = owner[values % d_model]
+        ax.imshow(colour, cmap=cmap, vmin=-0.5, vmax=num_heads - 0.5, aspect="auto")
+        for (i, j), v in np.ndenumerate(values):
+            ax.text(j, i, str(v), ha="center", va="center", fontsize=7, color="white")
+        ax.set_title(title, fontsize=10)
+
+    panel(axes[0], numbers, f"X W_Q: (T, d_model) = ({seq_len}, {d_model})")
+    for f in range(d_k, d_model, d_k):
+        axes[0].axvline(f - 0.5, color="black", linewidth=2)
+    axes[0].set_xlabel("feature (colour = the head that owns it)")
+    axes[0].set_ylabel("token")
+    for ax, transpose, title in ((axes[1], True, "reshape + transpose (right)"),
+                                 (axes[2], False, "reshape only (wrong)")):
+        stacked = split_numbers(seq_len, d_model, num_heads, transpose).reshape(num_heads * seq_len, d_k)
+        panel(ax, stacked, title)
+        for h in range(1, num_heads):
+            ax.axhline(h * seq_len - 0.5, color="black", linewidth=2)
+        ax.set_yticks([h * seq_len + seq_len / 2 - 0.5 for h in range(num_heads)],
+                      labels=[f"head {h}" for h in range(num_heads)])
+        ax.set_xlabel("feature within the head")
+    return axes
+
+
+def draw_heads(weights, tokens=None, titles=None, axes=None):
+    """One attention heatmap per head. Shape of weights: (num_heads, T, T)."""
+    weights = np.asarray(weights)
+    num_heads, T, _ = weights.shape
+    if axes is None:
+        _, axes = plt.subplots(1, num_heads, figsize=(3.6 * num_heads, 3.4), layout="constrained")
+    axes = np.atleast_1d(axes)
+    labels = None if tokens is None else [f"{t}:{int(v)}" for t, v in enumerate(tokens)]
+    for h in range(num_heads):
+        title = titles[h] if titles is not None else f"head {h}"
+        plots.show_attention(weights[h], row_labels=labels, col_labels=labels, ax=axes[h], title=title,
+                             xlabel="key (position:token)", ylabel="query (position:token)",
+                             annotate=False, colorbar=h == num_heads - 1)
+    return axes
+
+
+def draw_head_query(weights, head, query, tokens=None, axes=None):
+    """The widget's figure: head `head`'s heatmap with row `query` outlined, and that query's
+    weights over the keys as bars."""
+    weights = np.asarray(weights)
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    labels = None if tokens is None else [f"{t}:{int(v)}" for t, v in enumerate(tokens)]
+    plots.show_attention(weights[head], row_labels=labels, col_labels=labels, ax=axes[0],
+                         title=f"head {head}", xlabel="key (position:token)",
+                         ylabel="query (position:token)", annotate=False, highlight_row=query)
+    row = weights[head, query]
+    plots.show_bars(row, labels=labels, ax=axes[1], highlight=int(np.argmax(row)), ylim=(0, 1.1),
+                    title=f"head {head}, query at position {query}", xlabel="key (position:token)")
+    return axes

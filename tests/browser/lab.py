@@ -1,0 +1,194 @@
+"""Driving JupyterLab in headless Chromium as a student would.
+
+The waits are on state, never on the clock: the kernel's websocket being open and the status
+bar reading "| Idle", every code cell carrying an execution count, the DOM showing a widget.
+"""
+import contextlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import nbformat
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+# User settings: no news pop-up, no update check, every cell kept in the DOM.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+}
+STEP_TIMEOUT_MS = 120_000
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fill_answers(release_path, solution_path, target_path):
+    """The release notebook with every answer cell replaced by the solution's (a diligent student)."""
+    release = nbformat.read(release_path, as_version=4)
+    solution = nbformat.read(solution_path, as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    for cell in release.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            cell.source = answers[meta["grade_id"]]
+    nbformat.write(release, target_path)
+
+
+@contextlib.contextmanager
+def jupyterlab(root, workdir):
+    """Start JupyterLab from this environment on a free loopback port; yield its base URL."""
+    workdir = pathlib.Path(workdir)
+    settings = workdir / "lab-user-settings"
+    for name, value in LAB_SETTINGS.items():
+        path = settings / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    port = free_port()
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
+               JUPYTERLAB_WORKSPACES_DIR=str(workdir / "lab-workspaces"))
+    log = open(workdir / "jupyterlab.log", "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
+         "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
+         f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"]
+        + (["--allow-root"] if os.geteuid() == 0 else []),
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited: {(workdir / 'jupyterlab.log').read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(f"{url}/api/status", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # polling the server's readiness, not waiting for a result
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+class Notebook:
+    """One open notebook in a JupyterLab page."""
+
+    def __init__(self, page, base_url, path):
+        self.page = page
+        self.path = path
+        kernel_socket = []
+        page.on("websocket", lambda ws: kernel_socket.append(ws.url) if "/api/kernels/" in ws.url else None)
+        page.goto(f"{base_url}/lab/tree/{path}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=STEP_TIMEOUT_MS)
+        self.wait_idle()
+        page.wait_for_function("() => true")  # flush
+        deadline = time.monotonic() + 60
+        while not kernel_socket and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+        assert kernel_socket, "the kernel's websocket never opened"
+
+    def wait_idle(self):
+        self.page.wait_for_function(
+            """() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+                      .some(e => /\\|\\s*Idle/.test(e.textContent))""",
+            timeout=STEP_TIMEOUT_MS,
+        )
+
+    def menu(self, menu, item):
+        self.page.click(f".lm-MenuBar-itemLabel:text-is('{menu}')")
+        self.page.click(f".lm-Menu-itemLabel:text-is('{item}')")
+
+    def run_all(self):
+        self.menu("Run", "Run All Cells")
+        self.wait_all_executed()
+
+    def wait_all_executed(self):
+        self.page.wait_for_function(
+            """() => {
+                const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
+                return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
+            }""",
+            timeout=STEP_TIMEOUT_MS,
+        )
+        self.wait_idle()
+
+    def code_cell(self, index):
+        return self.page.locator(".jp-Notebook .jp-CodeCell").nth(index)
+
+    def code_cell_index(self, contains):
+        sources = self.page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-editor").all_inner_texts()
+        for i, text in enumerate(sources):
+            if contains in text:
+                return i
+        raise AssertionError(f"no code cell contains {contains!r}")
+
+    def replace_source(self, index, source):
+        editor = self.code_cell(index).locator(".cm-content")
+        editor.click()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.press("Delete")
+        self.page.keyboard.insert_text(source)
+
+    def run_cell(self, index):
+        cell = self.code_cell(index)
+        before = cell.locator(".jp-InputArea-prompt").inner_text()
+        cell.locator(".cm-content").click()
+        self.page.keyboard.press("Control+Enter")
+        self.page.wait_for_function(
+            """([i, before]) => {
+                const p = document.querySelectorAll('.jp-Notebook .jp-CodeCell')[i].querySelector('.jp-InputArea-prompt');
+                return /\\[\\d+\\]/.test(p.textContent) && p.textContent !== before;
+            }""",
+            arg=[index, before], timeout=STEP_TIMEOUT_MS,
+        )
+        self.wait_idle()
+        return cell.locator(".jp-OutputArea").inner_text()
+
+    def error_outputs(self):
+        """Texts of the error outputs shown in the page."""
+        return self.page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+
+    def save(self):
+        self.page.keyboard.press("Control+S")
+
+
+def error_outputs_in_file(path):
+    nb = nbformat.read(path, as_version=4)
+    return [f"{o.ename}: {o.evalue}" for c in nb.cells if c.cell_type == "code"
+            for o in c.get("outputs", []) if o.output_type == "error"]
+
+
+def prepare_root(tmp_path, release, solutions, filled=True):
+    """A copy of the release, with answers filled in from the solutions when asked."""
+    root = tmp_path / "lab-root"
+    shutil.copytree(release, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    if filled:
+        for path in root.glob("*/*.ipynb"):
+            fill_answers(path, solutions / path.relative_to(root), path)
+    return root
+
+
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)

@@ -1,0 +1,85 @@
+"""The pure functions behind notebook 05's demos: fast, seeded, and right."""
+import numpy as np
+import pytest
+
+from course_utils.data import sentences
+from course_utils.widgets import self_attention as demo
+
+
+def test_worked_example_has_the_lecture_dot_products():
+    q1, k1, k2 = demo.worked_example()
+    assert q1.shape == k1.shape == k2.shape == (64,)
+    assert q1 @ k1 == pytest.approx(112.0)
+    assert q1 @ k2 == pytest.approx(96.0)
+    scores = np.array([q1 @ k1, q1 @ k2]) / np.sqrt(64)
+    weights = np.exp(scores) / np.exp(scores).sum()
+    assert np.round(weights, 2).tolist() == [0.88, 0.12]
+
+
+def test_worked_example_is_seeded():
+    a, b = demo.worked_example(seed=3), demo.worked_example(seed=3)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("name", sorted(sentences.SENTENCES))
+@pytest.mark.parametrize("projections", sorted(demo.PROJECTIONS))
+def test_sentence_attention_rows_are_distributions(name, projections):
+    words, weights = demo.sentence_attention(name, projections=projections)
+    assert words == sentences.tokenize(name)
+    assert weights.shape == (len(words), len(words))
+    assert (weights >= 0).all()
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0)
+
+
+def test_scale_zero_gives_uniform_weights():
+    words, weights = demo.sentence_attention("cat", scale=0.0)
+    np.testing.assert_allclose(weights, 1.0 / len(words))
+
+
+def test_larger_scale_sharpens_every_row():
+    _, soft = demo.sentence_attention("animal", scale=0.5)
+    _, sharp = demo.sentence_attention("animal", scale=3.0)
+    assert (sharp.max(axis=1) > soft.max(axis=1)).all()
+
+
+def test_hand_made_projections_resolve_the_pronoun():
+    words, weights = demo.sentence_attention("animal")
+    it = words.index("it")
+    assert words[int(weights[it].argmax())] == "animal"
+    tired = words.index("tired")
+    assert words[int(weights[tired].argmax())] == "animal"
+
+
+def test_sentence_attention_is_repeatable():
+    assert np.array_equal(demo.sentence_attention("dog")[1], demo.sentence_attention("dog")[1])
+
+
+def test_embeddings_are_seeded_and_distinct():
+    words, X = sentences.embed("animal")
+    _, again = sentences.embed("animal")
+    assert np.array_equal(X, again)
+    assert X.shape == (len(words), sentences.D_MODEL)
+    # "the" appears twice and gets the same embedding; different words differ
+    assert np.array_equal(X[0], X[4])
+    assert not np.allclose(X[1], X[2])
+
+
+def test_embedding_needs_room_for_the_features():
+    with pytest.raises(ValueError):
+        sentences.embedding_table(d_model=3)
+
+
+def test_time_attention_returns_positive_seconds():
+    seconds = demo.time_attention([8, 16], d=4, repeats=1)
+    assert seconds.shape == (2,)
+    assert (seconds > 0).all() and np.isfinite(seconds).all()
+
+
+def test_attention_matrix_bytes():
+    assert demo.attention_matrix_bytes(1024) == 4 * 1024 ** 2
+    assert demo.attention_matrix_bytes(10, batch=2, heads=3, bytes_per_number=8) == 2 * 3 * 100 * 8
+
+
+def test_loglog_slope_recovers_a_power_law():
+    ns = np.array([10, 20, 40, 80])
+    assert demo.loglog_slope(ns, 3.0 * ns ** 2.0) == pytest.approx(2.0)
