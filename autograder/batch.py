@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -234,24 +235,33 @@ class Batch:
 
     def prepare(self, assignment):
         """Template gradebook, private release and hidden lines for one assignment."""
+        import nbformat
         tdir = os.path.join(self.work, "templates")
         os.makedirs(tdir, exist_ok=True)
         db = os.path.join(tdir, assignment + ".db")
-        if os.path.exists(db):
-            os.remove(db)
         release = os.path.join(self.work, "course", "release")
-        _generate(self.source_root, release, db, assignment, self.work)
-        import nbformat
-        secret, digest = {}, []
+        src_dir = os.path.join(self.source_root, assignment)
+        sources = [os.path.join(root, f) for root, _, files in os.walk(src_dir) for f in files
+                   if ".ipynb_checkpoints" not in root]
+        source_fp = worker.fingerprint(sources, assignment)
+        stamp = os.path.join(tdir, assignment + ".source")
+        fresh = (os.path.exists(db) and os.path.isdir(os.path.join(release, assignment))
+                 and os.path.exists(stamp) and open(stamp).read() == source_fp)
+        if not fresh:  # the template follows solutions/: regenerated whenever the source changes
+            for path in (db, stamp):
+                if os.path.exists(path):
+                    os.remove(path)
+            _generate(self.source_root, release, db, assignment, self.work)
+            with open(stamp, "w") as fh:
+                fh.write(source_fp)
+        secret = {}
         for nb_name in self.assignments[assignment]:
-            path = os.path.join(self.source_root, assignment, nb_name)
-            nb = nbformat.read(path, as_version=4)
+            nb = nbformat.read(os.path.join(src_dir, nb_name), as_version=4)
             lines = []
             for cell in nb.cells:
                 lines += redact.hidden_lines(cell.source)
             secret[nb_name[:-6]] = lines
-            digest.append(path)
-        fp = worker.fingerprint(digest, json.dumps(self.o.limits(), sort_keys=True))
+        fp = worker.fingerprint([], source_fp + json.dumps(self.o.limits(), sort_keys=True))
         return {"template_db": db, "release_root": release, "secret_lines": secret, "fp": fp}
 
     def _task(self, student, assignment, files, shard, slot):
@@ -263,7 +273,7 @@ class Batch:
             "fingerprint": worker.fingerprint(list(files.values()), prep["fp"]),
             "limits": self.o.limits(), "sandbox": self.sandboxed,
             "kernels_dir": os.path.join(self.work, "kernels"),
-            "socket_dir": os.path.join(self.work, "sockets", f"slot{slot}"),
+            "socket_dir": os.path.join(self.sockets, f"slot{slot}"),
             "uid": sandbox.UID_BASE + slot, "kernel_python": os.path.join(sys.prefix, "bin", "python"),
             "ro_paths": self.ro_paths, "pythonpath": [os.path.dirname(self.course_utils)],
         }
@@ -306,6 +316,15 @@ class Batch:
         self.ro_paths = sorted({os.path.realpath(sys.base_prefix), os.path.abspath(sys.prefix),
                                 os.path.realpath(sys.prefix), self.course_utils})
         worker.kernel_spec(os.path.join(self.work, "kernels"))
+        # Kernel sockets live in a short, neutral folder: bound into each sandbox at the same
+        # path, it must not reveal (or sit under) the output folder; AF_UNIX paths are short.
+        self.sockets = tempfile.mkdtemp(prefix="autograder-")
+        try:
+            return self._run()
+        finally:
+            shutil.rmtree(self.sockets, ignore_errors=True)
+
+    def _run(self):
 
         taken = intake.collect(self.o.submissions, os.path.join(self.work, "intake"),
                                self.assignments, lms_pattern=self.o.lms_pattern,
@@ -334,7 +353,12 @@ class Batch:
             for h in handles:
                 h.close()
         self.say("graded; merging into the course gradebook")
-        self.merge(results)
+        try:
+            self.merge(results)
+        except Exception as exc:  # noqa: BLE001 - the CSVs are still complete and correct
+            self.problems.append(Problem("", "", "the course gradebook could not be updated "
+                                         f"({type(exc).__name__}: {str(exc)[:300]}); the CSVs and "
+                                         "feedback are complete, the gradebook is unchanged"))
         export.write_all(self, taken, results, graded_assignments)
         self.say("exported")
         return results
@@ -365,7 +389,7 @@ class Batch:
                     task = pending.get_nowait()
                 except queue.Empty:
                     return
-                task = dict(task, socket_dir=os.path.join(self.work, "sockets", f"slot{slot}"),
+                task = dict(task, socket_dir=os.path.join(self.sockets, f"slot{slot}"),
                             uid=sandbox.UID_BASE + slot)
                 reply = handle.run(task, self._deadline(task))
                 result = _read_result(task["shard"]) if reply else None

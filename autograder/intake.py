@@ -142,6 +142,14 @@ def _from_lms_names(root, staging, assignments, pattern, problems):
             continue
         notebook = os.path.basename(info["file_id"])
         assignment = info.get("assignment_id") or by_notebook.get(notebook)
+        if assignment is not None and assignment not in assignments:
+            problems.append(Problem("", "", f"file '{rel}': '{assignment}' is not an assignment of "
+                                    "this course; skipped"))
+            continue
+        if not STUDENT_ID.match(info["student_id"]) or not notebook.endswith(".ipynb"):
+            problems.append(Problem("", "", f"file '{rel}': '{info['student_id']}' is not a valid "
+                                    "student id; skipped"))
+            continue
         if assignment is None:
             problems.append(Problem(info["student_id"], "", f"file '{rel}': no assignment has a "
                                     f"notebook named '{notebook}'; skipped"))

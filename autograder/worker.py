@@ -214,7 +214,8 @@ def grade(task):
         os.chmod(task["socket_dir"], 0o700)
         os.chown(task["socket_dir"], task["uid"], task["uid"])
         _chown_tree(scratch, task["uid"])
-        os.environ[sandbox.ENV_VAR] = json.dumps(_sandbox_spec(task, scratch, workdir))
+        inside = "/home/student/" + assignment  # no host path of the course shows inside
+        os.environ[sandbox.ENV_VAR] = json.dumps(_sandbox_spec(task, scratch, inside))
         # jupyter_client finds kernelspecs in $JUPYTER_PATH/kernels/<name>/kernel.json
         os.environ["JUPYTER_PATH"] = os.path.dirname(task["kernels_dir"])
 
@@ -222,8 +223,10 @@ def grade(task):
     coursedir = CourseDirectory(config=config)
     api = NbGraderAPI(coursedir=coursedir, config=config)
     log = io.StringIO()
+    timing = {"setup": time.monotonic() - started}
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         outcome = api.autograde(assignment, student, force=True, create=True)
+    timing["autograde"] = time.monotonic() - started - sum(timing.values())
     result = {"student": student, "assignment": assignment, "fingerprint": task["fingerprint"],
               "status": "graded", "cells": [], "problems": problems, "feedback": {}}
     if not outcome.get("success"):
@@ -274,8 +277,11 @@ def grade(task):
             problems.append(f"{name}: an output quoted the hidden tests and was removed from feedback")
         nbformat.write(graded, graded_path)
 
+    timing["redact"] = time.monotonic() - started - sum(timing.values())
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         fb = api.generate_feedback(assignment, student, force=True)
+    timing["feedback"] = time.monotonic() - started - sum(timing.values())
+    result["timing"] = {k: round(v, 2) for k, v in timing.items()}
     feedback_dir = os.path.join(shard, "feedback", student, assignment)
     for name in sorted(task["files"]):
         if not name.endswith(".ipynb"):
@@ -298,6 +304,8 @@ def grade(task):
 
 
 def run_task(task):
+    if os.environ.get("AUTOGRADER_TEST_CRASH_ON") == task["student"]:
+        os._exit(70)  # tests only: a worker that dies (say, killed by the OOM killer)
     try:
         result = grade(task)
     except Exception as exc:  # noqa: BLE001 - reported, never fatal to the batch

@@ -88,9 +88,9 @@ def write_student(subs, student, assignment, notebook, nb_or_text):
     return path
 
 
-def grade(subs, out, course, *extra, timeout=900):
+def grade(subs, out, course, *extra, timeout=900, env_extra=None):
     """Run `python -m autograder grade` as the instructor would; returns CompletedProcess."""
-    env = dict(os.environ)
+    env = dict(os.environ, **(env_extra or {}))
     env["PYTHONPATH"] = str(REPO)
     cmd = [PYTHON, "-m", "autograder", "grade", str(subs), "--out", str(out),
            "--course-root", str(course), "--quiet", *extra]

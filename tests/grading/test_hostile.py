@@ -175,6 +175,7 @@ def batch(tmp_path_factory):
     students["deleted_test"] = deleted
     duplicated = k.honest()
     dup = nbformat.from_dict(json.loads(json.dumps(H.cell(duplicated, "fixture_double_tests"))))
+    dup["id"] = "duplicate-of-double-tests"
     duplicated.cells.append(dup)
     students["duplicated_test"] = duplicated
     students["big_output"] = k.with_code(
@@ -193,8 +194,9 @@ def batch(tmp_path_factory):
     H.write_student(k.subs, "unknown_assignment", "99_nope", NB, k.honest())
 
     before = _sandbox_processes()
+    H.write_student(k.subs, "worker_dies", A, NB, k.honest())
     proc = H.grade(k.subs, k.out, k.course, "--jobs", "2", "--timeout", str(CELL_TIMEOUT),
-                   "--wall", "120")
+                   "--wall", "120", env_extra={"AUTOGRADER_TEST_CRASH_ON": "worker_dies"})
     stop_listener()
     k.proc, k.connections, k.before = proc, len(seen), before
     k.after = _sandbox_processes()
@@ -359,3 +361,9 @@ def test_every_student_has_one_row(batch):
     assert "earlier-student" in students  # from the course gradebook: not submitted
     assert batch.grades[("earlier-student", A)]["status"] == "not_submitted"
     assert len(batch.grades) == len(students)
+
+
+def test_a_dying_grading_worker_costs_only_its_own_student(batch):
+    row = batch.grades[("worker_dies", A)]
+    assert row["status"] == "could_not_grade" and row["score"] == ""
+    assert any("grading worker stopped" in p for p in H.problems(batch.out, "worker_dies"))

@@ -1,0 +1,476 @@
+"""Mistake catalogue of notebook 04 (Bahdanau attention in a seq2seq model).
+
+Instructor side, as secret as the reference. `EXERCISES[grade_id]` holds, for each exercise,
+the reference, the hidden test cases and the common wrong answers; the notebook's hidden
+tests call `check(grade_id, student_function)`.
+
+Why the cases look the way they do (every mistake must run on them, and differ from the
+reference and from every other mistake):
+
+* multiplicative_score: W is square (d_s = d_h) so that s^T W^T h runs; B, T and d differ.
+* additive_attention: d_s = d_h (so that W1 and W2 swapped runs) and d_a differs; every mask
+  row has a real and a padded position; B > 1 with very different sentences, so a softmax
+  over the batch differs from one over the positions.
+* decoder_step: the target embedding has the size of an encoder state (e = d_h), so that
+  concatenating [context, embedding] in the wrong order runs.
+* greedy_decode, beam_search: `course_utils.seq2seq.ToyStep` models whose hypotheses end at
+  different lengths, so that ranking by total or by per-token log-probability differ.
+
+The `compute` of every mistake is written out inline: it stands in for student code and runs
+under the same forbidden-API guard, which treats any function of `course_utils.reference` as
+a shortcut.
+"""
+import math
+
+import torch
+
+from course_utils import seq2seq
+from course_utils.reference import bahdanau as reference
+from course_utils.reference import bahdanau_exercises as exercises_reference
+from course_utils.reference import mistakes as framework
+from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.grading import mismatch
+
+__all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
+
+# Every catalogued mistake also fails the visible tests.
+HIDDEN_ONLY = set()
+
+DT = torch.float64
+
+
+# --------------------------------------------------------------------------- 1. multiplicative_score
+
+def score_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+
+    def case(B, T, d, with_W=True):
+        query = torch.randn(B, d, generator=g, dtype=DT)
+        keys = torch.randn(B, T, d, generator=g, dtype=DT)
+        if not with_W:
+            return ((query, keys), {})
+        return ((query, keys, torch.randn(d, d, generator=g, dtype=DT)), {})
+
+    return [case(2, 5, 3), case(3, 4, 6), case(4, 7, 5), case(3, 6, 4, with_W=False)]
+
+
+def _score_variant(W_mode="W", scale=False, softmax=False, cross_batch=False):
+    def compute(query, keys, W=None):
+        s = query
+        if W is not None and W_mode == "W":
+            s = query @ W
+        elif W is not None and W_mode == "W.T":
+            s = query @ W.T
+        if cross_batch:
+            return keys @ s.T  # (B, T, B): every sentence's keys against every query
+        scores = torch.einsum("btd,bd->bt", keys, s)
+        if scale:
+            scores = scores / math.sqrt(keys.shape[-1])
+        if softmax:
+            scores = torch.softmax(scores, dim=-1)
+        return scores
+    return compute
+
+
+SCORE_MISTAKES = (
+    Mistake("W_transposed",
+            "you computed s^T W^T h (query @ W.T): the multiplicative score is s^T W h, "
+            "so project the query with query @ W, W of shape (d_s, d_h).",
+            _score_variant(W_mode="W.T")),
+    Mistake("W_ignored",
+            "your scores ignore W: with a matrix W the score is s^T W h, not the dot product s^T h.",
+            _score_variant(W_mode="ignore")),
+    Mistake("scaled",
+            "you divided the scores by sqrt(d): that is the transformer's scaled dot product "
+            "(notebook 05); the scores here are the plain s^T h and s^T W h.",
+            _score_variant(scale=True)),
+    Mistake("returned_weights",
+            "you returned the softmax of the scores: this function returns the raw scores, "
+            "the softmax comes later.",
+            _score_variant(softmax=True)),
+    Mistake("cross_batch",
+            "you multiplied every query with every sentence's keys (keys @ query.T has shape "
+            "(B, T, B)): each query is compared with the keys of its own sentence only.",
+            _score_variant(cross_batch=True)),
+)
+
+
+# --------------------------------------------------------------------------- 2. additive_attention
+
+def _mask_with_real_and_pad(B, T, g):
+    """Each row: a random length between 2 and T - 1 (padding at the end)."""
+    lengths = torch.randint(2, T, (B,), generator=g)
+    return torch.arange(T)[None, :] < lengths[:, None]
+
+
+def attention_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+
+    def case(B, T, d, d_a, masked=False):
+        query = torch.randn(B, d, generator=g, dtype=DT)
+        keys = 2.0 * torch.randn(B, T, d, generator=g, dtype=DT)
+        W1 = torch.randn(d_a, d, generator=g, dtype=DT) / math.sqrt(d)
+        W2 = torch.randn(d_a, d, generator=g, dtype=DT) / math.sqrt(d)
+        v = 2.0 * torch.randn(d_a, generator=g, dtype=DT)
+        kwargs = {"mask": _mask_with_real_and_pad(B, T, g)} if masked else {}
+        return ((query, keys, W1, W2, v), kwargs)
+
+    return [case(3, 5, 4, 6), case(2, 7, 3, 5), case(4, 6, 5, 3, masked=True), case(3, 8, 4, 7, masked=True)]
+
+
+def _attention_variant(swap=False, tanh=True, use_v=True, dim=-1, keep_axis=False, context_axis=1,
+                       mask_mode="-inf"):
+    def compute(query, keys, W1, W2, v, mask=None):
+        if swap:
+            energy = keys @ W2.T + (query @ W1.T)[:, None, :]
+        else:
+            energy = keys @ W1.T + (query @ W2.T)[:, None, :]
+        if tanh:
+            energy = torch.tanh(energy)
+        scores = energy @ v if use_v else energy.sum(dim=-1)
+        after = None
+        if mask is not None:
+            if mask_mode == "-inf":
+                scores = scores.masked_fill(~mask, float("-inf"))
+            elif mask_mode == "inverted":
+                scores = scores.masked_fill(mask, float("-inf"))
+            elif mask_mode == "after":
+                after = mask
+        if keep_axis:  # scores (B, T, 1), softmax over the axis of size one: every weight is 1
+            weights = torch.softmax(scores[:, :, None], dim=-1)[:, :, 0]
+        else:
+            weights = torch.softmax(scores, dim=dim)
+        if after is not None:
+            weights = weights * after
+        if context_axis == 1:
+            context = (weights[:, :, None] * keys).sum(dim=1)
+        else:
+            context = (weights[:, :, None] * keys).sum(dim=2)
+        return context, weights
+    return compute
+
+
+ATTENTION_MISTAKES = (
+    Mistake("softmax_over_batch",
+            "your softmax runs over the batch axis (dim=0): for each sentence the weights must sum "
+            "to one over its positions (dim=-1 of the (B, T) scores).",
+            _attention_variant(dim=0)),
+    Mistake("softmax_over_size_one_axis",
+            "your weights are all 1: the softmax ran over an axis of size one (scores of shape "
+            "(B, T, 1), dim=-1). Make the scores (B, T) and take the softmax over T.",
+            _attention_variant(keep_axis=True)),
+    Mistake("context_wrong_axis",
+            "your context sums over the feature axis of the keys instead of over the positions: "
+            "c = sum_i a_i h_i sums over i (dim=1 of (B, T, d_h)) and has shape (B, d_h).",
+            _attention_variant(context_axis=2)),
+    Mistake("W1_W2_swapped",
+            "W1 and W2 are applied to the wrong states: W1 projects the encoder states h_i (keys), "
+            "W2 the decoder state s (query): v^T tanh(W1 h_i + W2 s).",
+            _attention_variant(swap=True)),
+    Mistake("no_tanh",
+            "you left out the tanh: the score is v^T tanh(W1 h_i + W2 s).",
+            _attention_variant(tanh=False)),
+    Mistake("no_v",
+            "you summed tanh(W1 h_i + W2 s) over its features instead of taking the dot product "
+            "with v: the score is v^T tanh(...).",
+            _attention_variant(use_v=False)),
+    Mistake("mask_ignored",
+            "padded positions (mask False) still get weight: set their scores to -inf before the softmax.",
+            _attention_variant(mask_mode="ignored")),
+    Mistake("mask_inverted",
+            "your mask is inverted: True marks a real character, so fill the scores where the mask is False.",
+            _attention_variant(mask_mode="inverted")),
+    Mistake("mask_after_softmax",
+            "you zeroed the padded weights after the softmax, so they no longer sum to one: "
+            "mask the scores with -inf before the softmax instead.",
+            _attention_variant(mask_mode="after")),
+)
+
+
+# --------------------------------------------------------------------------- 3. decoder_step
+
+def step_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for i, (B, T, hidden, state_size, masked) in enumerate([(3, 5, 3, 5, False), (2, 6, 4, 7, True),
+                                                            (4, 4, 2, 3, True)]):
+        torch.manual_seed(seed + i)  # nn.Module initialisation has no generator argument
+        decoder = seq2seq.Seq2Seq(hidden=hidden, embed=2 * hidden, attention_size=hidden + 1,
+                                  state_size=state_size).double()
+        decoder.requires_grad_(False)
+        prev = torch.randint(3, decoder.embedding.num_embeddings, (B,), generator=g)
+        state = torch.randn(B, state_size, generator=g, dtype=DT)
+        keys = torch.randn(B, T, 2 * hidden, generator=g, dtype=DT)
+        kwargs = {"mask": _mask_with_real_and_pad(B, T, g)} if masked else {}
+        cases.append(((decoder, prev, state, keys), kwargs))
+    return cases
+
+
+def _step_variant(order="emb,ctx", output_state="new", pass_mask=True, probabilities=False, update=True):
+    def compute(decoder, prev_token, state, keys, mask=None):
+        energy = torch.tanh(keys @ decoder.W1.T + (state @ decoder.W2.T)[:, None, :])
+        scores = energy @ decoder.v
+        if mask is not None and pass_mask:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        context = torch.einsum("bt,btd->bd", weights, keys)
+        embedded = decoder.embedding(prev_token)
+        parts = [embedded, context] if order == "emb,ctx" else [context, embedded]
+        new_state = decoder.cell(torch.cat(parts, dim=-1), state)
+        read = new_state if output_state == "new" else state
+        logits = decoder.out(torch.cat([read, context], dim=-1))
+        if probabilities:
+            logits = torch.softmax(logits, dim=-1)
+        return logits, (new_state if update else state), weights
+    return compute
+
+
+STEP_MISTAKES = (
+    Mistake("concat_order",
+            "you fed the GRU cell [context, embedding]: the input is torch.cat([embedding of the "
+            "previous token, context], dim=-1), in that order.",
+            _step_variant(order="ctx,emb")),
+    Mistake("logits_from_old_state",
+            "your logits come from the previous state s_{t-1}: run the cell first, then read the "
+            "logits from the new state and the context, out(cat[s_t, c_t]).",
+            _step_variant(output_state="old")),
+    Mistake("mask_not_passed",
+            "padded positions get attention weight: pass `mask` on to additive_attention.",
+            _step_variant(pass_mask=False)),
+    Mistake("returned_probabilities",
+            "you returned softmax probabilities: return the raw logits, decoder.out(...).",
+            _step_variant(probabilities=True)),
+    Mistake("state_not_updated",
+            "you returned the old state: the new state is the GRU cell's output, s_t = cell(x, s_{t-1}).",
+            _step_variant(update=False)),
+)
+
+
+# --------------------------------------------------------------------------- 4. greedy_decode
+
+EOS_TOY = 1
+
+
+def greedy_cases(seed):
+    cases = []
+    for i, (vocab, bias, max_len) in enumerate([(6, 0.5, 8), (5, 1.0, 6), (7, -0.5, 9), (6, 0.0, 5)]):
+        step = seq2seq.ToyStep(vocab=vocab, eos=EOS_TOY, eos_bias=bias, seed=seed + i)
+        cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len), {}))
+    return cases
+
+
+def _greedy_variant(stop=True, feed="prev", include_eos=True, total="sum"):
+    def compute(step, state, bos, eos, max_len):
+        tokens, logps = [], []
+        prev = torch.tensor([bos])
+        for _ in range(max_len):
+            log_probs, state = step(prev, state)
+            token = int(log_probs[0].argmax())
+            if token == eos and stop and not include_eos:
+                break
+            tokens.append(token)
+            logps.append(float(log_probs[0, token]))
+            if token == eos and stop:
+                break
+            prev = torch.tensor([token if feed == "prev" else bos])
+        if total == "sum":
+            value = sum(logps)
+        elif total == "probability":
+            value = math.exp(sum(logps))
+        else:
+            value = logps[-1]
+        return tokens, value
+    return compute
+
+
+GREEDY_MISTAKES = (
+    Mistake("no_stop_at_eos",
+            "your decoding goes on after EOS: stop as soon as the chosen token is `eos` (keep the EOS).",
+            _greedy_variant(stop=False)),
+    Mistake("eos_dropped",
+            "you stopped before keeping EOS: the EOS token belongs to the output, and its "
+            "log-probability to the total.",
+            _greedy_variant(include_eos=False)),
+    Mistake("feeds_bos",
+            "you fed `bos` at every step: feed the token chosen at the previous step.",
+            _greedy_variant(feed="bos")),
+    Mistake("returned_probability",
+            "you returned a probability (the exp of the total): return the sum of the log-probabilities.",
+            _greedy_variant(total="probability")),
+    Mistake("last_log_prob_only",
+            "your total is only the last token's log-probability: add up the log-probabilities of "
+            "every chosen token.",
+            _greedy_variant(total="last")),
+)
+
+
+# --------------------------------------------------------------------------- 5. beam_search
+
+def beam_cases(seed):
+    cases = []
+    for i, (vocab, bias, max_len, width) in enumerate([(6, 0.3, 7, 3), (5, 0.0, 6, 4), (7, 0.6, 8, 3),
+                                                       (6, -0.3, 6, 2), (5, 0.4, 7, 5)]):
+        step = seq2seq.ToyStep(vocab=vocab, eos=EOS_TOY, eos_bias=bias, sharpness=1.0, seed=seed + 10 + i)
+        cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len, width), {}))
+    return cases
+
+
+def _beam_variant(ranking="normalised", select="total", competition=True, shrink=True, remove_finished=True,
+                  only_best=False):
+    def compute(step, state, bos, eos, max_len, beam_width):
+        width = 1 if only_best else beam_width
+        beams, states, finished = [([], 0.0)], state, []
+        for t in range(max_len):
+            room = width - len(finished) if shrink else width
+            if not beams or room <= 0:
+                break
+            prev = torch.tensor([tokens[-1] if tokens else bos for tokens, _ in beams])
+            log_probs, new_states = step(prev, states)
+            candidates = []
+            for row, (tokens, score) in enumerate(beams):
+                if not remove_finished and tokens and tokens[-1] == eos:
+                    pass  # a finished hypothesis is extended like any other
+                order = range(log_probs.shape[1])
+                if not competition and t > 0:
+                    order = [int(log_probs[row].argmax())]
+                for token in order:
+                    total = score + float(log_probs[row, token])
+                    key = total if select == "total" else float(log_probs[row, token])
+                    candidates.append((key, total, row, token))
+            candidates.sort(key=lambda c: c[0], reverse=True)
+            next_beams, rows = [], []
+            for _, total, row, token in candidates[:room]:
+                hypothesis = (beams[row][0] + [token], total)
+                if token == eos and remove_finished:
+                    finished.append(hypothesis)
+                else:
+                    next_beams.append(hypothesis)
+                    rows.append(row)
+            beams = next_beams
+            states = new_states[torch.tensor(rows, dtype=torch.long)] if rows else None
+        finished.extend(beams)
+        if ranking == "normalised":
+            return sorted(finished, key=lambda h: h[1] / len(h[0]), reverse=True)
+        return sorted(finished, key=lambda h: h[1], reverse=True)
+    return compute
+
+
+BEAM_MISTAKES = (
+    Mistake("keeps_only_best",
+            "your search keeps only the single best hypothesis (that is greedy decoding): keep the "
+            "best `beam_width` candidates at every step.",
+            _beam_variant(only_best=True)),
+    Mistake("unnormalised_ranking",
+            "you ranked the finished hypotheses by their total log-probability: the ranking "
+            "(length handling) is the per-token score log_prob / len(tokens), so short hypotheses "
+            "are not favoured just for being short.",
+            _beam_variant(ranking="total")),
+    Mistake("selects_by_last_token",
+            "you chose the candidates by the last token's log-probability alone: compare the "
+            "totals, the hypothesis's log-probability so far plus the new token's.",
+            _beam_variant(select="last")),
+    Mistake("no_competition",
+            "after the first step each of your hypotheses only extends itself with its own best "
+            "token: every step, all extensions of all hypotheses compete for the beam.",
+            _beam_variant(competition=False)),
+    Mistake("width_does_not_shrink",
+            "your beam keeps `beam_width` live hypotheses even after some have finished: a "
+            "finished hypothesis keeps its place, so only beam_width - (number finished) stay live.",
+            _beam_variant(shrink=False)),
+    Mistake("extends_finished",
+            "your hypotheses go on after EOS: a hypothesis that emits `eos` is finished and leaves the beam.",
+            _beam_variant(remove_finished=False)),
+)
+
+
+class RankedExercise(Exercise):
+    """Outputs are lists of (tokens, log_prob) pairs: compare them pair by pair."""
+
+    def difference(self, got, expected):
+        if not isinstance(got, (list, tuple)):
+            return f"{self.output_names[0]} should be a list of (tokens, log_prob) pairs, not {type(got).__name__}."
+        if len(got) != len(expected):
+            return (f"{self.output_names[0]} has {len(got)} hypotheses, but it should have {len(expected)}.")
+        for rank, (g, e) in enumerate(zip(got, expected)):
+            if not isinstance(g, (list, tuple)) or len(g) != 2:
+                return f"hypothesis {rank} of {self.output_names[0]} should be a pair (tokens, log_prob)."
+            tokens = [int(t) for t in g[0]] if hasattr(g[0], "__iter__") else g[0]
+            if tokens != list(e[0]):
+                return (f"hypothesis {rank} (best first) of {self.output_names[0]} is {tokens}, "
+                        f"but it should be {list(e[0])}.")
+            problem = mismatch(g[1], e[1], atol=self.atol, rtol=self.rtol, name=f"the log_prob of hypothesis {rank}")
+            if problem:
+                return problem
+        return None
+
+
+EXERCISES = {
+    exercise.grade_id: exercise
+    for exercise in (
+        Exercise(
+            grade_id="bahdanau_attention_multiplicative_score",
+            function_name="multiplicative_score",
+            reference=exercises_reference.multiplicative_score,
+            make_cases=score_cases,
+            mistakes=SCORE_MISTAKES,
+            forbidden=seq2seq.FORBIDDEN,
+            output_names=("your scores",),
+            atol=1e-8, rtol=1e-6,
+            crash_hint="query is (B, d_s), keys (B, T, d_h), W (d_s, d_h) or None; the scores are (B, T)",
+        ),
+        Exercise(
+            grade_id="bahdanau_attention_additive_attention",
+            function_name="additive_attention",
+            reference=reference.additive_attention,
+            make_cases=attention_cases,
+            mistakes=ATTENTION_MISTAKES,
+            forbidden=seq2seq.FORBIDDEN,
+            output_names=("your context", "your weights"),
+            atol=1e-8, rtol=1e-6,
+            crash_hint="query is (B, d_s), keys (B, T, d_h), W1 (d_a, d_h), W2 (d_a, d_s), v (d_a,): "
+                       "keys @ W1.T is (B, T, d_a) and query @ W2.T is (B, d_a), so add a T axis to the latter",
+        ),
+        Exercise(
+            grade_id="bahdanau_attention_decoder_step",
+            function_name="decoder_step",
+            reference=exercises_reference.decoder_step,
+            make_cases=step_cases,
+            mistakes=STEP_MISTAKES,
+            forbidden=seq2seq.FORBIDDEN,
+            output_names=("your logits", "your new state", "your weights"),
+            atol=1e-8, rtol=1e-6,
+            crash_hint="the cell's input is torch.cat([decoder.embedding(prev_token), context], dim=-1) and "
+                       "the logits are decoder.out(torch.cat([new_state, context], dim=-1)); check that your "
+                       "additive_attention passes its own tests",
+        ),
+        Exercise(
+            grade_id="bahdanau_attention_greedy_decode",
+            function_name="greedy_decode",
+            reference=exercises_reference.greedy_decode,
+            make_cases=greedy_cases,
+            mistakes=GREEDY_MISTAKES,
+            forbidden=seq2seq.FORBIDDEN,
+            output_names=("your tokens", "your log-probability"),
+            atol=1e-8, rtol=1e-6,
+            crash_hint="call step(torch.tensor([token]), state) -> (log_probs (1, V), new state), and "
+                       "return (list of token ids, float)",
+        ),
+        RankedExercise(
+            grade_id="bahdanau_attention_beam_search",
+            function_name="beam_search",
+            reference=exercises_reference.beam_search,
+            make_cases=beam_cases,
+            mistakes=BEAM_MISTAKES,
+            forbidden=seq2seq.FORBIDDEN,
+            output_names=("your list of hypotheses",),
+            atol=1e-8, rtol=1e-6,
+            crash_hint="step takes the last tokens of all live hypotheses (n,) and their states (n, d) and "
+                       "returns log_probs (n, V) and new states (n, d); reorder states with new_states[rows]",
+        ),
+    )
+}
+
+
+def check(grade_id, student_fn):
+    """The hidden test of one exercise: GradingError naming the mistake, or None when right."""
+    return framework.check(EXERCISES, grade_id, student_fn)

@@ -1,0 +1,186 @@
+"""A small GRU encoder-decoder, with or without Bahdanau attention (notebook 04).
+
+Student-safe, but a *separate* implementation: notebook 04 asks students to write additive
+attention, a decoder step, greedy decoding and beam search themselves, and this module must
+train and decode before they have. So it has its own versions, organised differently from the
+exercises (the keys are projected once per sentence, decoding runs on whole batches, the
+beam is a tensor), and the exercises' hidden tests forbid calling any of this module's
+functions (`FORBIDDEN`): a student's answer must be their own.
+
+Shapes: B sentences, T source characters, d_h = 2 * hidden (the two directions of the
+encoder), d_s = decoder state size, d_a = attention size, V = target vocabulary.
+"""
+import math
+
+import torch
+from torch import nn
+
+from course_utils.data import dates
+
+__all__ = ["Seq2Seq", "attend", "teacher_forced_logits", "greedy_translate", "beam_translate",
+           "exact_match", "FORBIDDEN"]
+
+# The functions that would answer notebook 04's exercises: off limits in their hidden tests.
+FORBIDDEN = (
+    "course_utils.seq2seq:attend",
+    "course_utils.seq2seq:decoder_step",
+    "course_utils.seq2seq:greedy_translate",
+    "course_utils.seq2seq:beam_translate",
+)
+
+
+class Seq2Seq(nn.Module):
+    """Bidirectional GRU encoder; GRU decoder that reads a context vector at every step.
+
+    attention=True: the context is Bahdanau's weighted average of the encoder states,
+    recomputed at every step from the previous decoder state.
+    attention=False: the context is the encoder's summary (its last forward and first backward
+    states), the same at every step: the classic bottleneck.
+    """
+
+    def __init__(self, attention=True, hidden=32, embed=16, attention_size=32, state_size=64):
+        super().__init__()
+        self.attention = attention
+        d_h = 2 * hidden
+        self.source_embedding = nn.Embedding(len(dates.SOURCE_VOCAB), embed, padding_idx=dates.PAD)
+        self.encoder = nn.GRU(embed, hidden, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(d_h, state_size)  # s_0 = tanh(bridge(summary))
+        # Decoder: the parameters the exercises use, under the same names.
+        self.embedding = nn.Embedding(len(dates.TARGET_VOCAB), embed)
+        self.W1 = nn.Parameter(torch.randn(attention_size, d_h) / math.sqrt(d_h))
+        self.W2 = nn.Parameter(torch.randn(attention_size, state_size) / math.sqrt(state_size))
+        self.v = nn.Parameter(torch.randn(attention_size) / math.sqrt(attention_size))
+        self.cell = nn.GRUCell(embed + d_h, state_size)
+        self.out = nn.Linear(state_size + d_h, len(dates.TARGET_VOCAB))
+
+    def encode(self, src, mask):
+        """src (B, T) ids, mask (B, T) -> keys (B, T, d_h), summary (B, d_h), s_0 (B, d_s)."""
+        keys, _ = self.encoder(self.source_embedding(src))
+        half = keys.shape[-1] // 2
+        last = mask.sum(dim=1) - 1  # position of each sentence's last real character
+        forward_last = keys[torch.arange(len(src)), last, :half]
+        backward_first = keys[:, 0, half:]
+        summary = torch.cat([forward_last, backward_first], dim=-1)
+        return keys, summary, torch.tanh(self.bridge(summary))
+
+
+def attend(model, state, keys, projected_keys, mask):
+    """Bahdanau weights and context, with the keys already projected (keys @ W1.T, once)."""
+    energy = torch.tanh(projected_keys + (state @ model.W2.T).unsqueeze(1))  # (B, T, d_a)
+    scores = (energy @ model.v).masked_fill(~mask, float("-inf"))           # (B, T)
+    weights = torch.softmax(scores, dim=-1)
+    return torch.einsum("bt,btd->bd", weights, keys), weights
+
+
+def decoder_step(model, prev, state, memory):
+    """One step of the decoder. memory = (keys, projected_keys, mask, summary).
+    Returns logits (B, V), the new state (B, d_s) and the weights (B, T) or None."""
+    keys, projected_keys, mask, summary = memory
+    if model.attention:
+        context, weights = attend(model, state, keys, projected_keys, mask)
+    else:
+        context, weights = summary, None
+    state = model.cell(torch.cat([model.embedding(prev), context], dim=-1), state)
+    return model.out(torch.cat([state, context], dim=-1)), state, weights
+
+
+def _memory(model, src, mask):
+    keys, summary, state = model.encode(src, mask)
+    return (keys, keys @ model.W1.T, mask, summary), state
+
+
+def teacher_forced_logits(model, src, mask, tgt):
+    """Logits (B, L, V) for targets tgt (B, L), feeding the true previous character."""
+    memory, state = _memory(model, src, mask)
+    prev = torch.full((len(src),), dates.BOS, dtype=torch.long)
+    logits = []
+    for t in range(tgt.shape[1]):
+        step_logits, state, _ = decoder_step(model, prev, state, memory)
+        logits.append(step_logits)
+        prev = tgt[:, t]
+    return torch.stack(logits, dim=1)
+
+
+@torch.no_grad()
+def greedy_translate(model, texts, max_len=dates.TARGET_LENGTH + 1):
+    """Translate a list of strings; returns (ISO strings, weights (B, L, T) or None)."""
+    src, mask = dates.pad_sources(texts)
+    memory, state = _memory(model, src, mask)
+    prev = torch.full((len(texts),), dates.BOS, dtype=torch.long)
+    outputs, all_weights = [], []
+    for _ in range(max_len):
+        logits, state, weights = decoder_step(model, prev, state, memory)
+        prev = logits.argmax(dim=-1)
+        outputs.append(prev)
+        all_weights.append(weights)
+    ids = torch.stack(outputs, dim=1)
+    weights = torch.stack(all_weights, dim=1) if model.attention else None
+    return [dates.decode_target(row) for row in ids], weights
+
+
+@torch.no_grad()
+def beam_translate(model, text, beam_width=3, max_len=dates.TARGET_LENGTH + 1):
+    """Beam search for one string. Returns [(ISO string, log-probability, ids)], best first.
+
+    The beam is a tensor of beam_width rows; hypotheses that emit EOS leave it (the beam
+    shrinks) and are ranked at the end by log-probability per emitted token, EOS included.
+    """
+    src, mask = dates.pad_sources([text])
+    memory, state = _memory(model, src, mask)
+    rows = lambda m, n: tuple(x.expand(n, *x.shape[1:]) for x in m)  # noqa: E731
+    alive_ids = torch.empty(1, 0, dtype=torch.long)
+    alive_scores = torch.zeros(1)
+    prev = torch.full((1,), dates.BOS, dtype=torch.long)
+    done = []
+    for _ in range(max_len):
+        n = len(prev)
+        logits, state, _ = decoder_step(model, prev, state, rows(memory, n))
+        total = alive_scores[:, None] + torch.log_softmax(logits, dim=-1)  # (n, V)
+        k = min(beam_width - len(done), total.numel())
+        if k <= 0:
+            break
+        best, flat = total.flatten().topk(k)
+        origin, token = flat // total.shape[1], flat % total.shape[1]
+        ids = torch.cat([alive_ids[origin], token[:, None]], dim=1)
+        ended = token == dates.EOS
+        done += [(ids[i], float(best[i])) for i in torch.nonzero(ended).flatten()]
+        keep = ~ended
+        alive_ids, alive_scores = ids[keep], best[keep]
+        prev, state = token[keep], state[origin[keep]]
+        if len(prev) == 0:
+            break
+    done += [(alive_ids[i], float(alive_scores[i])) for i in range(len(alive_ids))]
+    done.sort(key=lambda h: h[1] / h[0].numel(), reverse=True)
+    return [(dates.decode_target(ids), score, ids.tolist()) for ids, score in done]
+
+
+def exact_match(model, pairs, batch_size=500):
+    """Share of (source, ISO target) pairs translated exactly right by greedy decoding."""
+    right = 0
+    for i in range(0, len(pairs), batch_size):
+        chunk = pairs[i:i + batch_size]
+        guesses, _ = greedy_translate(model, [s for s, _ in chunk])
+        right += sum(g == t for g, (_, t) in zip(guesses, chunk))
+    return right / len(pairs)
+
+
+class ToyStep:
+    """A small random recurrent 'language model' for testing decoders, seeded.
+
+    Called as ``step(tokens (n,), states (n, d)) -> (log_probs (n, V), new_states (n, d))``:
+    rows are independent, and the next distribution depends on the whole history through the
+    state. `eos_bias` raises the log-odds of token `eos`, so hypotheses end at varied lengths.
+    """
+
+    def __init__(self, vocab=6, d=4, eos=1, eos_bias=0.0, sharpness=2.0, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        self.A = torch.randn(d, d, generator=g, dtype=torch.float64)
+        self.E = torch.randn(vocab, d, generator=g, dtype=torch.float64)
+        self.B = sharpness * torch.randn(d, vocab, generator=g, dtype=torch.float64)
+        self.bias = torch.zeros(vocab, dtype=torch.float64)
+        self.bias[eos] = eos_bias
+        self.initial = torch.randn(1, d, generator=g, dtype=torch.float64)
+
+    def __call__(self, tokens, states):
+        states = torch.tanh(states @ self.A + self.E[tokens])
+        return torch.log_softmax(states @ self.B + self.bias, dim=-1), states

@@ -1,0 +1,259 @@
+"""Pure compute and drawing behind the demos of notebook 01 (the limits of RNNs).
+
+Nothing here knows an exercise's answer. The recurrent matrices of the gradient demo are a
+random orthogonal matrix times a radius: every eigenvalue of such a matrix has modulus exactly
+`radius` (so its spectral radius is `radius` by construction, no eigenvalue solver needed),
+and multiplying a vector by it scales the vector's length by exactly `radius`. The RNNs here
+are written with `torch.nn.RNNCell`, the sequence-to-sequence model with `torch.nn.GRU`.
+
+Conventions: batch first, `(B, T, d)`; time step 0 is the oldest input; "the last output" is
+a fixed linear read-out of the hidden state after the final step.
+"""
+import contextlib
+import time
+
+import matplotlib.pyplot as plt
+from matplotlib.ticker import MaxNLocator
+import numpy as np
+import torch
+from torch import nn
+
+from course_utils.data import sequences
+
+__all__ = [
+    "ACTIVATIONS", "orthogonal_recurrence", "gradient_norms", "decay_rate", "draw_gradient_norms",
+    "time_sequential_vs_parallel", "Seq2Seq", "train_seq2seq", "accuracy_by_length",
+    "accuracy_by_position", "draw_accuracy_by_length",
+]
+
+ACTIVATIONS = {"tanh": torch.tanh, "linear (none)": lambda z: z}
+
+
+def orthogonal_recurrence(hidden, radius, seed=0):
+    """radius * Q for a random orthogonal Q of shape (hidden, hidden): spectral radius `radius`."""
+    generator = torch.Generator().manual_seed(seed)
+    q, r = torch.linalg.qr(torch.randn(hidden, hidden, generator=generator, dtype=torch.float64))
+    q = q * torch.sign(torch.diagonal(r))  # a uniformly random orthogonal matrix
+    return radius * q
+
+
+def gradient_norms(radius, length, activation="tanh", hidden=32, d_in=8, input_scale=1.0, seed=0):
+    """How strongly the last output depends on each input: ||d y / d x_t|| for t = 0 .. length-1.
+
+    A vanilla RNN h_t = f(x_t W_xh + h_{t-1} W_hh) with W_hh = radius * (random orthogonal),
+    W_xh with entries N(0, 1/d_in), h_0 = 0, inputs N(0, input_scale^2), and a scalar output
+    y = u . h_T with a fixed random unit vector u. Returns a float64 NumPy array of `length`
+    gradient norms (entry t is the gradient with respect to input step t).
+    """
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}; choose one of {list(ACTIVATIONS)}")
+    if length < 1:
+        raise ValueError(f"length must be >= 1, got {length}")
+    f = ACTIVATIONS[activation]
+    generator = torch.Generator().manual_seed(seed + 1)
+    W_hh = orthogonal_recurrence(hidden, radius, seed)
+    W_xh = torch.randn(d_in, hidden, generator=generator, dtype=torch.float64) / d_in ** 0.5
+    u = torch.randn(hidden, generator=generator, dtype=torch.float64)
+    u = u / u.norm()
+    x = input_scale * torch.randn(length, d_in, generator=generator, dtype=torch.float64)
+    x.requires_grad_(True)
+    h = torch.zeros(hidden, dtype=torch.float64)
+    for t in range(length):
+        h = f(x[t] @ W_xh + h @ W_hh)
+    (u @ h).backward()
+    return x.grad.norm(dim=-1).numpy()
+
+
+def decay_rate(norms, last=None):
+    """The factor by which the gradient norm shrinks per step back in time (a geometric fit).
+
+    Fits log ||g_t|| = a + (T - 1 - t) log(rate) by least squares over the `last` steps nearest
+    the output (all steps when None) and returns `rate`: below 1 the gradient vanishes, above 1
+    it explodes. Steps with a zero gradient are ignored.
+    """
+    norms = np.asarray(norms, dtype=float)
+    back = np.arange(len(norms))[::-1]  # steps between input t and the output
+    keep = norms > 0
+    if last is not None:
+        keep &= back < last
+    if keep.sum() < 2:
+        return float("nan")
+    slope = np.polyfit(back[keep], np.log(norms[keep]), 1)[0]
+    return float(np.exp(slope))
+
+
+def draw_gradient_norms(norms_by_label, radius=None, ax=None, title=None):
+    """Gradient norm per input step on a log scale, one line per entry of {label: norms}.
+
+    With `radius`, a dashed guide radius^(T-1-t) through the last point: the geometric law a
+    linear RNN with an orthogonal-times-radius matrix follows.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
+    length = None
+    for label, norms in norms_by_label.items():
+        norms = np.asarray(norms, dtype=float)
+        length = len(norms)
+        ax.semilogy(np.arange(length), np.where(norms > 0, norms, np.nan), label=label)
+    if radius is not None and length:
+        last = np.asarray(list(norms_by_label.values())[0], dtype=float)[-1]
+        steps_back = np.arange(length)[::-1]
+        with np.errstate(over="ignore", under="ignore"):
+            ax.semilogy(np.arange(length), last * float(radius) ** steps_back, "k--", lw=1,
+                        label=f"{radius:g}^(T-1-t)")
+    ax.set_xlabel("input time step t (the output reads the state after the last step)")
+    ax.set_ylabel("||d y / d x_t||  (log scale)")
+    ax.set_title(title or "How much the last output depends on each input")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+@contextlib.contextmanager
+def _threads(n):
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def time_sequential_vs_parallel(lengths, hidden=64, batch=8, repeats=3, seed=0):
+    """Seconds (best of `repeats`) for an RNN's forward pass vs one matrix multiply, per length.
+
+    Sequential: `torch.nn.RNNCell` called once per time step, each step waiting for the last.
+    Parallel: the same amount of input projection done for all T steps at once, one
+    (B*T, hidden) x (hidden, hidden) matrix multiply, the kind of work attention and
+    convolutions are made of. Returns two lists of seconds (sequential, parallel).
+    """
+    torch.manual_seed(seed)
+    cell = nn.RNNCell(hidden, hidden)
+    weight = torch.randn(hidden, hidden)
+    sequential, parallel = [], []
+    with torch.no_grad():
+        for length in lengths:
+            x = torch.randn(batch, length, hidden)
+
+            def run_rnn():
+                h = torch.zeros(batch, hidden)
+                for t in range(length):
+                    h = cell(x[:, t], h)
+                return h
+
+            def run_matmul():
+                return x.reshape(-1, hidden) @ weight
+
+            for fn, out in ((run_rnn, sequential), (run_matmul, parallel)):
+                best = float("inf")
+                for _ in range(repeats):
+                    start = time.perf_counter()
+                    fn()
+                    best = min(best, time.perf_counter() - start)
+                out.append(best)
+    return sequential, parallel
+
+
+class Seq2Seq(nn.Module):
+    """A GRU encoder-decoder without attention: the source reaches the decoder only through the
+    encoder's last hidden state, one vector of `hidden` numbers.
+
+    Shape of source and target: (B, T) token ids; forward returns logits (B, T, n_symbols).
+    """
+
+    def __init__(self, n_symbols, hidden=32, embed=16):
+        super().__init__()
+        self.n_symbols = n_symbols
+        self.embed = nn.Embedding(n_symbols + 1, embed)  # + the begin-of-sequence token
+        self.encoder = nn.GRU(embed, hidden, batch_first=True)
+        self.decoder = nn.GRU(embed, hidden, batch_first=True)
+        self.out = nn.Linear(hidden, n_symbols)
+
+    def encode(self, source):
+        _, state = self.encoder(self.embed(source))
+        return state  # (1, B, hidden): the bottleneck
+
+    def forward(self, source, target):
+        """Teacher forcing: the decoder reads BOS, y_0, ..., y_{T-2} and predicts y_0 .. y_{T-1}."""
+        start = torch.full_like(target[:, :1], sequences.bos(self.n_symbols))
+        decoder_in = torch.cat([start, target[:, :-1]], dim=1)
+        states, _ = self.decoder(self.embed(decoder_in), self.encode(source))
+        return self.out(states)
+
+    @torch.no_grad()
+    def generate(self, source, length=None):
+        """Greedy decoding of `length` tokens (default: the source length): (B, length) ids."""
+        length = source.shape[1] if length is None else length
+        state = self.encode(source)
+        token = torch.full_like(source[:, :1], sequences.bos(self.n_symbols))
+        outputs = []
+        for _ in range(length):
+            step, state = self.decoder(self.embed(token), state)
+            token = self.out(step).argmax(-1)
+            outputs.append(token)
+        return torch.cat(outputs, dim=1)
+
+
+def train_seq2seq(task="copy", lengths=range(2, 17), steps=600, n_symbols=8, hidden=32, embed=16,
+                  batch_size=64, lr=1e-2, seed=0, progress=None):
+    """Train a `Seq2Seq` on `task` with lengths drawn from `lengths`; returns (model, losses).
+
+    Seeded and single-threaded, so the same arguments give the same model on every run.
+    `progress` wraps the range of steps (e.g. a tqdm bar) when given.
+    """
+    torch.manual_seed(seed)
+    model = Seq2Seq(n_symbols, hidden, embed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    stream = sequences.batches(task, batch_size, lengths, n_symbols, seed=seed)
+    losses = []
+    with _threads(1):
+        model.train()
+        for _ in (progress(range(steps)) if progress else range(steps)):
+            source, target = next(stream)
+            optimizer.zero_grad()
+            logits = model(source, target)
+            loss = loss_fn(logits.reshape(-1, n_symbols), target.reshape(-1))
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            losses.append(loss.item())
+    model.eval()
+    return model, losses
+
+
+def accuracy_by_length(model, task, lengths, per_length=200, seed=12345):
+    """{length: share of target tokens predicted right by greedy decoding} on a fixed test set."""
+    test = sequences.fixed_test_set(task, lengths, per_length, model.n_symbols, seed=seed)
+    with _threads(1):
+        return {length: float((model.generate(source) == target).double().mean())
+                for length, (source, target) in test.items()}
+
+
+def accuracy_by_position(model, task, length, per_length=200, seed=12345):
+    """Share of right tokens at each output position for sources of one `length`: (length,) array."""
+    source, target = sequences.fixed_test_set(task, [length], per_length, model.n_symbols, seed=seed)[length]
+    with _threads(1):
+        return (model.generate(source) == target).double().mean(0).numpy()
+
+
+def draw_accuracy_by_length(accuracy, n_symbols=None, trained_lengths=None, ax=None, title=None):
+    """Token accuracy against source length from {length: accuracy}; chance level dotted."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
+    lengths = sorted(accuracy)
+    ax.plot(lengths, [accuracy[n] for n in lengths], marker="o", label="no attention (GRU encoder-decoder)")
+    if n_symbols:
+        ax.axhline(1 / n_symbols, color="gray", ls=":", label=f"chance (1/{n_symbols})")
+    if trained_lengths is not None:
+        trained = list(trained_lengths)
+        ax.axvspan(min(trained) - 0.5, max(trained) + 0.5, color="tab:green", alpha=0.08,
+                   label="lengths seen in training")
+    ax.set_ylim(0, 1.02)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("source length (tokens)")
+    ax.set_ylabel("token accuracy")
+    ax.set_title(title or "Everything must pass through one vector: accuracy falls with length")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
