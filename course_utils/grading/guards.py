@@ -9,7 +9,9 @@ and the function's own global names are checked for a forbidden object imported 
 import contextlib
 import functools
 import importlib
+import os
 import sys
+import traceback
 
 from . import tamper
 from .errors import GradingError
@@ -102,13 +104,42 @@ def _imported_directly(fn, entries):
     return found
 
 
-def call_without(fn, args=(), kwargs=None, forbidden=(), exercise="this exercise"):
-    """Call fn(*args, **kwargs); GradingError if it used a forbidden function."""
+def describe_arguments(args, kwargs):
+    """Arguments as a student reads them: arrays by their shape, the rest by their value."""
+    def one(value):
+        return f"shape {tuple(value.shape)}" if hasattr(value, "shape") else repr(value)
+
+    return ", ".join([one(a) for a in args] + [f"{name}={one(v)}" for name, v in (kwargs or {}).items()])
+
+
+def crash_message(name, error, args, kwargs, hint=""):
+    """One sentence for a student's function that raised: the error, the arguments' shapes, and
+    the student's own line where it happened (course and library frames are left out)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if f"{os.sep}course_utils{os.sep}" not in f.filename and "site-packages" not in f.filename]
+    where = f" (line {frames[-1].lineno}: `{frames[-1].line}`)" if frames and frames[-1].line else ""
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return (
+        f"{name} raised {type(error).__name__}" + (f" ({detail})" if detail else "")
+        + f" when called with {describe_arguments(args, kwargs)}{where}" + (f"; {hint}." if hint else ".")
+    )
+
+
+def call_without(fn, args=(), kwargs=None, forbidden=(), exercise="this exercise", hint="", name=None):
+    """Call fn(*args, **kwargs); GradingError if it used a forbidden function or raised.
+
+    `name` is how messages call the function (default: its own name, in backticks)."""
     tamper.verify()
     found = _imported_directly(fn, forbidden)
     called = []
     with _recording(forbidden, called, forbid_reference=not _is_reference(fn)):
-        result = fn(*args, **(kwargs or {}))
+        try:
+            result = fn(*args, **(kwargs or {}))
+        except GradingError:
+            raise
+        except Exception as error:  # the student's code raised: one sentence, not our traceback
+            name = name or f"`{getattr(fn, '__name__', 'your function')}`"
+            raise GradingError(crash_message(name, error, args, kwargs, hint)) from None
     used = sorted(set(found) | set(called))
     if used:
         raise GradingError(

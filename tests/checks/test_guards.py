@@ -133,3 +133,18 @@ def test_catalogue_check_passes_the_reference_and_names_a_crash():
     message = str(failure.value)
     assert message.startswith("`scaled_dot_product_attention` raised RuntimeError")
     assert "q @ k.T" in message and "shape (" in message
+
+
+def test_a_crash_in_student_code_is_one_sentence_pointing_at_their_line():
+    def student(q, k, v):
+        scores = q @ k  # forgot the transpose
+        return scores
+
+    with pytest.raises(GradingError) as failure:
+        grading.call_without(student, (torch.zeros(2, 3), torch.zeros(2, 3), torch.zeros(2, 3)),
+                             forbidden=grading.ATTENTION_BUILTINS, hint="transpose k")
+    message = str(failure.value)
+    assert message.startswith("`student` raised RuntimeError")
+    assert "shape (2, 3), shape (2, 3), shape (2, 3)" in message
+    assert "`scores = q @ k  # forgot the transpose`" in message and message.endswith("transpose k.")
+    assert failure.value.__cause__ is None and failure.value.__suppress_context__
