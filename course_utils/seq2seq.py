@@ -11,14 +11,16 @@ Shapes: B sentences, T source characters, d_h = 2 * hidden (the two directions o
 encoder), d_s = decoder state size, d_a = attention size, V = target vocabulary.
 """
 import math
+import time
 
 import torch
 from torch import nn
 
 from course_utils.data import dates
+from course_utils.training import progress
 
 __all__ = ["Seq2Seq", "attend", "teacher_forced_logits", "greedy_translate", "beam_translate",
-           "exact_match", "FORBIDDEN"]
+           "exact_match", "fit", "ToyStep", "FORBIDDEN"]
 
 # The functions that would answer notebook 04's exercises: off limits in their hidden tests.
 FORBIDDEN = (
@@ -164,21 +166,58 @@ def exact_match(model, pairs, batch_size=500):
     return right / len(pairs)
 
 
+def fit(model, steps, batch_size=64, lr=0.01, seed=0, eval_pairs=(), eval_every=0, description="training"):
+    """Train with Adam and teacher forcing on fresh seeded batches of training dates.
+
+    Every `eval_every` steps (and at the end) the greedy exact match on `eval_pairs` is
+    recorded. Returns the history: a dict of lists "step", "seconds" (training time only,
+    evaluation excluded) and "accuracy", and "loss" (one per step).
+    """
+    torch.manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    batches = dates.training_batches(batch_size, seed=seed)
+    history = {"step": [], "seconds": [], "accuracy": [], "loss": []}
+    seconds = 0.0
+    bar = progress(range(1, steps + 1), desc=description)
+    for step in bar:
+        start = time.perf_counter()
+        model.train()
+        src, mask, tgt = next(batches)
+        logits = teacher_forced_logits(model, src, mask, tgt)
+        loss = nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        seconds += time.perf_counter() - start
+        history["loss"].append(loss.item())
+        if eval_pairs and eval_every and (step % eval_every == 0 or step == steps):
+            model.eval()
+            history["step"].append(step)
+            history["seconds"].append(seconds)
+            history["accuracy"].append(exact_match(model, list(eval_pairs)))
+            bar.set_postfix(loss=f"{loss.item():.3f}", exact=f"{history['accuracy'][-1]:.2f}")
+    model.eval()
+    history["total_seconds"] = seconds
+    return history
+
+
 class ToyStep:
     """A small random recurrent 'language model' for testing decoders, seeded.
 
     Called as ``step(tokens (n,), states (n, d)) -> (log_probs (n, V), new_states (n, d))``:
     rows are independent, and the next distribution depends on the whole history through the
-    state. `eos_bias` raises the log-odds of token `eos`, so hypotheses end at varied lengths.
+    state. `eos_bias` raises the log-odds of token `eos`, so hypotheses end at varied lengths;
+    token `bos` is (almost) never emitted.
     """
 
-    def __init__(self, vocab=6, d=4, eos=1, eos_bias=0.0, sharpness=2.0, seed=0):
+    def __init__(self, vocab=6, d=4, bos=0, eos=1, eos_bias=0.0, sharpness=2.0, seed=0):
         g = torch.Generator().manual_seed(seed)
         self.A = torch.randn(d, d, generator=g, dtype=torch.float64)
         self.E = torch.randn(vocab, d, generator=g, dtype=torch.float64)
         self.B = sharpness * torch.randn(d, vocab, generator=g, dtype=torch.float64)
         self.bias = torch.zeros(vocab, dtype=torch.float64)
         self.bias[eos] = eos_bias
+        self.bias[bos] = -30.0
         self.initial = torch.randn(1, d, generator=g, dtype=torch.float64)
 
     def __call__(self, tokens, states):

@@ -194,9 +194,10 @@ def step_cases(seed):
     cases = []
     for i, (B, T, hidden, state_size, masked) in enumerate([(3, 5, 3, 5, False), (2, 6, 4, 7, True),
                                                             (4, 4, 2, 3, True)]):
-        torch.manual_seed(seed + i)  # nn.Module initialisation has no generator argument
-        decoder = seq2seq.Seq2Seq(hidden=hidden, embed=2 * hidden, attention_size=hidden + 1,
-                                  state_size=state_size).double()
+        with torch.random.fork_rng():  # nn.Module initialisation has no generator argument
+            torch.manual_seed(seed + i)
+            decoder = seq2seq.Seq2Seq(hidden=hidden, embed=2 * hidden, attention_size=hidden + 1,
+                                      state_size=state_size).double()
         decoder.requires_grad_(False)
         prev = torch.randint(3, decoder.embedding.num_embeddings, (B,), generator=g)
         state = torch.randn(B, state_size, generator=g, dtype=DT)
@@ -310,7 +311,7 @@ def beam_cases(seed):
     cases = []
     for i, (vocab, bias, max_len, width) in enumerate([(6, 0.3, 7, 3), (5, 0.0, 6, 4), (7, 0.6, 8, 3),
                                                        (6, -0.3, 6, 2), (5, 0.4, 7, 5)]):
-        step = seq2seq.ToyStep(vocab=vocab, eos=EOS_TOY, eos_bias=bias, sharpness=1.0, seed=seed + 10 + i)
+        step = seq2seq.ToyStep(vocab=vocab, eos=EOS_TOY, eos_bias=bias, sharpness=1.0, seed=seed + 11 + i)
         cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len, width), {}))
     return cases
 

@@ -12,6 +12,7 @@ The module exercise `multi_head_attention` grades a *class*: its mistakes are fa
 """
 import dataclasses
 import functools
+import inspect
 import math
 
 import torch
@@ -64,6 +65,7 @@ def _split(kind):
 
 SPLIT = Exercise(
     grade_id="multi_head_split_heads",
+    crash_hint="x has shape (B, T, d_model): reshape it to (B, T, num_heads, d_model // num_heads), then transpose(1, 2)",
     function_name="split_heads",
     reference=attention.split_heads,
     make_cases=_split_cases,
@@ -123,6 +125,7 @@ def _merge(kind):
 
 MERGE = Exercise(
     grade_id="multi_head_merge_heads",
+    crash_hint="x has shape (B, h, T, d_k): transpose(1, 2) to (B, T, h, d_k), then reshape to (B, T, h * d_k)",
     function_name="merge_heads",
     reference=attention.merge_heads,
     make_cases=_merge_cases,
@@ -211,11 +214,30 @@ class ModuleExercise(Exercise):
     and the forward inputs (query, key, value). Mistakes are wrong factories.
     """
 
+    def _call(self, fn, args, kwargs, what, case):
+        """call_without, and a student's exception turned into one sentence naming the case."""
+        extra = {}
+        if {"name", "hint"} <= set(inspect.signature(call_without).parameters):
+            extra = {"name": what, "hint": self.crash_hint}  # call_without words the crash itself
+        try:
+            return call_without(fn, args, kwargs, forbidden=self.forbidden,
+                                exercise=f"`{self.function_name}`", **extra)
+        except GradingError:
+            raise
+        except Exception as error:  # the student's code raised: one sentence, not our traceback
+            detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise GradingError(
+                f"{what} raised {type(error).__name__}" + (f" ({detail})" if detail else "")
+                + f" on a hidden test case (d_model={case['d_model']}, num_heads={case['num_heads']}, "
+                + f"bias={case['bias']}, query {tuple(case['query'].shape)}, key and value "
+                + f"{tuple(case['key'].shape)})" + (f"; {self.crash_hint}." if self.crash_hint else ".")
+            ) from None
+
     def _build(self, factory, case, guarded):
         kwargs = {"bias": case["bias"]}
         if guarded:
-            module = call_without(factory, (case["d_model"], case["num_heads"]), kwargs,
-                                  forbidden=self.forbidden, exercise=f"`{self.function_name}`")
+            module = self._call(factory, (case["d_model"], case["num_heads"]), kwargs,
+                                f"`{self.function_name}(...)`", case)
         else:
             module = factory(case["d_model"], case["num_heads"], **kwargs)
         if not isinstance(module, nn.Module):
@@ -246,8 +268,7 @@ class ModuleExercise(Exercise):
         module = self._build(factory, case, guarded)
         inputs = tuple(case[name].clone() for name in ("query", "key", "value"))
         if guarded:
-            return call_without(module.forward, inputs, forbidden=self.forbidden,
-                                exercise=f"`{self.function_name}`")
+            return self._call(module.forward, inputs, {}, f"`{self.function_name}.forward`", case)
         return module(*inputs)
 
     def matching_mistake(self, results):
@@ -299,6 +320,7 @@ def _attention_cases(seed):
 
 ATTENTION = ModuleExercise(
     grade_id="multi_head_attention",
+    crash_hint="print the shapes of q, k and v after split_heads: each should be (B, num_heads, T, d_k), with Tq for q and Tk for k and v",
     function_name="MultiHeadAttention",
     reference=attention.MultiHeadAttention,
     make_cases=_attention_cases,

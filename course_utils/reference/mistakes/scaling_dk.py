@@ -73,6 +73,7 @@ def _variance(kind):
 
 VARIANCE = Exercise(
     grade_id="scaling_dk_variance",
+    crash_hint="q and k have shape (n, d_k): the n scores are (q * k).sum(dim=-1)",
     function_name="score_variance",
     reference=reference.score_variance,
     make_cases=_variance_cases,
@@ -159,6 +160,7 @@ def _fit(kind):
 
 FIT = Exercise(
     grade_id="scaling_dk_fit",
+    crash_hint="x and y may be lists, NumPy arrays or tensors: convert them with np.asarray(..., dtype=float) first",
     function_name="fit_power_law",
     reference=reference.fit_power_law,
     make_cases=_fit_cases,
@@ -235,6 +237,7 @@ def _jacobian(kind):
 
 JACOBIAN = Exercise(
     grade_id="scaling_dk_jacobian",
+    crash_hint="z has shape (..., n): the softmax runs over dim=-1 and the Jacobian has shape (..., n, n)",
     function_name="softmax_jacobian",
     reference=reference.softmax_jacobian,
     make_cases=_jacobian_cases,

@@ -1,0 +1,81 @@
+"""Pure compute functions behind the demos of notebook 04 (Bahdanau attention).
+
+They take a trained `course_utils.seq2seq.Seq2Seq` and return plain numbers and strings; the
+notebook draws them with `course_utils.plots` and wires them to widgets. Nothing here needs
+the student's answers: decoding uses `course_utils.seq2seq`'s own implementations.
+"""
+import numpy as np
+import torch
+
+from course_utils import seq2seq
+from course_utils.data import dates
+
+__all__ = ["EXAMPLES", "alignment", "candidates", "accuracy_by_length", "beam_vs_greedy", "LENGTH_BINS"]
+
+EXAMPLES = (
+    "22 November 2026",
+    "Sunday, 22 November 2026",
+    "the 3rd of March, 1999",
+    "wednesday, september 30, 2048",
+    "nov 22, 2026",
+    "2026/11/22",
+    "22.11.2026",
+    "sat 1 jan 1955",
+)
+
+LENGTH_BINS = (0, 12, 16, 20, 24, 40)
+
+
+def alignment(model, text):
+    """Greedy translation of `text` with its attention weights.
+
+    Returns (source characters, output characters, weights) where weights is a float NumPy
+    array (len(output), len(source)): row t = where the decoder looked while writing output
+    character t. The output ends with "<eos>" when the model emitted it.
+    """
+    (iso,), weights = seq2seq.greedy_translate(model, [text])
+    source = list(text.lower())
+    output = list(iso) + ["<eos>"]
+    if weights is None:
+        raise ValueError("this model has no attention: build it with Seq2Seq(attention=True)")
+    rows = min(len(output), weights.shape[1])
+    return source, output[:rows], weights[0, :rows, : len(source)].numpy().astype(float)
+
+
+def candidates(model, text, beam_width=3):
+    """Beam search candidates for `text`, best first by log-probability per output token.
+
+    Returns a list of (ISO string, log-probability, log-probability per token) tuples.
+    """
+    out = []
+    for iso, score, ids in seq2seq.beam_translate(model, text, beam_width=beam_width):
+        out.append((iso, score, score / len(ids)))
+    return out
+
+
+def accuracy_by_length(model, pairs, edges=LENGTH_BINS):
+    """Greedy exact match per bin of source length (characters).
+
+    Returns (labels, accuracies, counts): labels like "12-15", NaN accuracy for an empty bin.
+    """
+    lengths = np.array([len(s) for s, _ in pairs])
+    labels, accuracies, counts = [], [], []
+    for low, high in zip(edges[:-1], edges[1:]):
+        chosen = [p for p, n in zip(pairs, lengths) if low <= n < high]
+        labels.append(f"{low}-{high - 1}")
+        counts.append(len(chosen))
+        accuracies.append(seq2seq.exact_match(model, chosen) if chosen else float("nan"))
+    return labels, np.array(accuracies), np.array(counts)
+
+
+def beam_vs_greedy(model, texts, beam_width=3):
+    """Per text: the per-token log-probability of the greedy output and of beam search's best.
+
+    Greedy decoding is beam search with a beam of one. Returns two float NumPy arrays.
+    """
+    greedy, beam = [], []
+    with torch.no_grad():
+        for text in texts:
+            greedy.append(candidates(model, text, beam_width=1)[0][2])
+            beam.append(candidates(model, text, beam_width=beam_width)[0][2])
+    return np.array(greedy), np.array(beam)
