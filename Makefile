@@ -6,7 +6,8 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 READY   := $(VENV)/.ready
 ASSIGNMENTS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
-PYTEST_ARGS ?=
+# Two workers; loadscope keeps each notebook's nbval cells (and each module's fixtures) together.
+PYTEST_ARGS ?= -n 2 --dist loadscope
 # nbgrader runs alembic (and the tests run jupyter) as commands: the environment comes first.
 export PATH := $(abspath $(BIN)):$(PATH)
 
