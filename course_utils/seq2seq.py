@@ -172,7 +172,20 @@ def fit(model, steps, batch_size=64, lr=0.01, seed=0, eval_pairs=(), eval_every=
     Every `eval_every` steps (and at the end) the greedy exact match on `eval_pairs` is
     recorded. Returns the history: a dict of lists "step", "seconds" (training time only,
     evaluation excluded) and "accuracy", and "loss" (one per step).
+
+    Runs on one CPU thread (restored afterwards): for a model this small, more threads cost
+    more in waking up than they save, badly so on a busy machine, and one thread gives the
+    same numbers on every run.
     """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _fit(model, steps, batch_size, lr, seed, eval_pairs, eval_every, description)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _fit(model, steps, batch_size, lr, seed, eval_pairs, eval_every, description):
     torch.manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     batches = dates.training_batches(batch_size, seed=seed)

@@ -1,7 +1,7 @@
 """The grading pipeline on the course's real notebook 05_self_attention, with a small hostile class.
 
-Graded like a class: two honest students (full marks), a wrong answer, monkeypatched
-comparisons, a deleted test cell and a kernel that exits. (Loops that ignore SIGINT, and the rest
+Graded like a class: an honest student (full marks), monkeypatched comparisons (with the answer
+functions replaced by stubs), a deleted test cell and a kernel that exits. (Loops that ignore SIGINT, and the rest
 of the corpus, run on the fast fixture in test_hostile.py; each costs a full cell timeout.)
 Set GRADING_REAL_ALL=1 to grade every assignment in solutions/ this way (about 2 min each).
 Skipped, with the reason, while the notebook is absent.
@@ -46,15 +46,10 @@ def test_real_assignment_hostile_class(tmp_path, assignment):
     answers, tests = _answer_ids(honest), _test_ids(honest)
     assert answers and tests, "an assignment needs answer cells and graded test cells"
     subs = tmp_path / "subs"
-    for name in ("aaa_honest", "zzz_honest"):
+    for name in ("aaa_honest",):
         H.write_student(subs, name, assignment, nb_name, honest)
         for other in notebooks[1:]:
             H.write_student(subs, name, assignment, other, H.honest(course, assignment, other))
-
-    wrong = H.honest(course, assignment, nb_name)
-    H.cell(wrong, answers[0]).source += "\n\n" + "\n".join(
-        f"{fn} = lambda *a, **k: None" for fn in _defined(H.cell(wrong, answers[0]).source))
-    H.write_student(subs, "wrong_answer", assignment, nb_name, wrong)
 
     patched = H.honest(course, assignment, nb_name)
     H.cell(patched, answers[0]).source = (
@@ -78,9 +73,9 @@ def test_real_assignment_hostile_class(tmp_path, assignment):
     assert r.returncode == 0, r.stderr[-4000:]
     g = H.grades(out)
     full = float(g[("aaa_honest", assignment)]["max_score"])
-    for name in ("aaa_honest", "zzz_honest", "deleted_test"):
+    for name in ("aaa_honest", "deleted_test"):
         assert float(g[(name, assignment)]["score"]) == full, (name, H.problems(out, name))
-    for name in ("wrong_answer", "patched", "exits"):
+    for name in ("patched", "exits"):
         assert g[(name, assignment)]["status"] == "graded"
         assert float(g[(name, assignment)]["score"]) < full, name
     assert any("Tampering detected" in p for p in H.problems(out, "patched"))

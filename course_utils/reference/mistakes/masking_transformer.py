@@ -1,0 +1,500 @@
+"""Mistake catalogue of notebook 08 (masking and the transformer block).
+
+Instructor side, as secret as the reference. Each `Mistake.compute` is a `functools.partial`
+of one self-contained function (or class) per exercise: the forbidden-API guard counts every
+function of `course_utils.reference` as the answer, so a mistake never calls the reference.
+
+Why the cases look the way they do (every mistake must differ from the reference and from
+every other mistake on them):
+
+* masks: several T and lengths including 0 and T, so that an off-by-one or a missing diagonal
+  shows; masks are compared as booleans (`MaskExercise` says so when the dtype is wrong).
+* masked_softmax: Tq != Tk; every case but one has a fully masked row (told apart: NaN, uniform
+  weights of a large finite negative, zeros); one case has scores in the hundreds, where exp
+  overflows without subtracting the row maximum; masks of shapes (Tq, Tk) and (B, 1, Tk).
+* transformer_block: both arrangements, LayerNorms with random weights and biases (so a
+  LayerNorm in the wrong place shows), random MLP biases, a causal and a padding mask.
+"""
+import dataclasses
+import functools
+import math
+
+import torch
+from torch import nn
+
+from course_utils.grading import SOFTMAX_BUILTINS, GradingError, call_without, tamper
+from course_utils.reference import attention
+from course_utils.reference import masking_transformer as reference
+from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import check as _check
+from course_utils.tiny_lm import MaskedSelfAttention
+
+__all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check"]
+
+# Every catalogued mistake also fails a visible check.
+HIDDEN_ONLY = set()
+
+TRANSFORMER_BUILTINS = (
+    "torch.nn:TransformerEncoderLayer",
+    "torch.nn:TransformerDecoderLayer",
+    "torch.nn:TransformerEncoder",
+    "torch.nn:Transformer",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskExercise(Exercise):
+    """Masks are compared as values and must be boolean tensors."""
+
+    def difference(self, got, expected):
+        wanted = expected.dtype if isinstance(expected, torch.Tensor) else None
+        if not isinstance(got, torch.Tensor) or got.dtype != wanted:
+            kind = got.dtype if isinstance(got, torch.Tensor) else type(got).__name__
+            return (f"your mask should be a {wanted} tensor (True = may attend), but it is {kind}; "
+                    "build it from comparisons, or convert with `.bool()`.")
+        return super().difference(got, expected)
+
+
+# ----------------------------------------------------------------------------------------
+# masking_transformer_causal_mask: causal_mask(T) -> (T, T) bool, True on and below the diagonal
+
+def _causal_variant(T, *, kind):
+    ones = torch.ones(T, T, dtype=torch.bool)
+    if kind == "upper_triangle":
+        return ones.triu()
+    if kind == "diagonal_excluded":
+        return ones.tril(diagonal=-1)
+    if kind == "blocked_convention":
+        return ones.triu(diagonal=1)
+    if kind == "one_ahead":
+        return ones.tril(diagonal=1)
+    if kind == "float_mask":
+        return torch.ones(T, T).tril()
+    raise ValueError(kind)
+
+
+def _causal(kind):
+    return functools.partial(_causal_variant, kind=kind)
+
+
+CAUSAL = MaskExercise(
+    grade_id="masking_transformer_causal_mask",
+    function_name="causal_mask",
+    reference=attention.causal_mask,
+    make_cases=lambda seed: [((T,), {}) for T in (1, 4, 7)],
+    output_names=("your causal mask",),
+    atol=0.0, rtol=0.0,
+    crash_hint="return torch.ones(T, T, dtype=torch.bool) with only the entries on and below the diagonal kept True",
+    mistakes=(
+        Mistake("upper_triangle",
+                "your mask is True on and above the diagonal: row i (query i) would attend to keys "
+                "i..T-1, the future. Keep the lower triangle (key j <= query i): .tril(), not .triu().",
+                _causal("upper_triangle")),
+        Mistake("diagonal_excluded",
+                "your mask leaves out the diagonal (an off-by-one: j < i instead of j <= i): a token "
+                "may attend to itself, and without the diagonal row 0 has no key at all.",
+                _causal("diagonal_excluded")),
+        Mistake("blocked_convention",
+                "your mask is True strictly above the diagonal, PyTorch's 'True = blocked' convention "
+                "of nn.MultiheadAttention's attn_mask; here True means 'may attend', so invert it.",
+                _causal("blocked_convention")),
+        Mistake("one_ahead",
+                "your mask also allows the key just after each query (j <= i + 1): that is one step "
+                "into the future; use .tril() with the default diagonal=0.",
+                _causal("one_ahead")),
+        Mistake("float_mask",
+                "your mask is a float tensor of ones and zeros; masks are boolean: use "
+                "dtype=torch.bool (or `.bool()`).",
+                _causal("float_mask")),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------------------
+# masking_transformer_padding_mask: padding_mask(lengths, T) -> (B, 1, T) bool
+
+def _padding_variant(lengths, T, *, kind):
+    lengths = torch.as_tensor(lengths)
+    positions = torch.arange(T)
+    real = positions[None, :] < lengths[:, None]  # (B, T)
+    if kind == "query_axis":
+        return real[:, :, None]
+    if kind == "inverted":
+        return ~real[:, None, :]
+    if kind == "off_by_one":
+        return (positions[None, :] <= lengths[:, None])[:, None, :]
+    if kind == "no_query_axis":
+        return real
+    if kind == "square":
+        return real[:, :, None] & real[:, None, :]
+    raise ValueError(kind)
+
+
+def _padding(kind):
+    return functools.partial(_padding_variant, kind=kind)
+
+
+PADDING = MaskExercise(
+    grade_id="masking_transformer_padding_mask",
+    function_name="padding_mask",
+    reference=attention.padding_mask,
+    make_cases=lambda seed: [((torch.tensor([3, 5, 1]), 5), {}), ((torch.tensor([2, 6]), 6), {}),
+                             ((torch.tensor([4, 0, 2, 3]), 4), {})],
+    output_names=("your padding mask",),
+    atol=0.0, rtol=0.0,
+    crash_hint="compare torch.arange(T)[None, :] with lengths[:, None] to get (B, T), then add the middle axis with [:, None, :]",
+    mistakes=(
+        Mistake("query_axis",
+                "your mask has shape (B, T, 1): it hides padded *queries*, while the real tokens can "
+                "still attend to the padding. Padding is hidden on the key axis: shape (B, 1, T).",
+                _padding("query_axis")),
+        Mistake("inverted",
+                "your mask is True on the padding and False on the real tokens; True means 'may "
+                "attend', so it must be True at positions j < length.",
+                _padding("inverted")),
+        Mistake("off_by_one",
+                "your mask lets each sequence attend to one padding position too many (j <= length); "
+                "the real tokens are positions 0 .. length - 1, so use j < length.",
+                _padding("off_by_one")),
+        Mistake("no_query_axis",
+                "your mask has shape (B, T); against scores of shape (B, Tq, Tk) it would line up "
+                "the batch with the queries. Add the query axis: shape (B, 1, T).",
+                _padding("no_query_axis")),
+        Mistake("square",
+                "your mask has shape (B, T, T) and also blocks the padded queries, so their rows are "
+                "fully masked; the exercise asks for the key mask of shape (B, 1, T), which "
+                "broadcasts over every query.",
+                _padding("square")),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------------------
+# masking_transformer_masked_softmax: masked_softmax(scores, mask) -> weights
+
+def _masked_softmax_variant(scores, mask, *, kind):
+    scores, mask = torch.broadcast_tensors(scores, mask)
+    if kind == "ignored":
+        use = torch.ones_like(mask)
+    elif kind == "inverted":
+        use = ~mask
+    else:
+        use = mask
+    if kind == "zero_fill":
+        filled = scores.masked_fill(~use, 0.0)
+    elif kind == "finite_negative":
+        filled = scores.masked_fill(~use, -1e9)
+    elif kind == "after_softmax":
+        filled = scores
+    else:
+        filled = scores.masked_fill(~use, float("-inf"))
+    if kind == "unstable":
+        e = torch.exp(filled)
+    else:
+        row_max = filled.amax(dim=-1, keepdim=True)
+        if kind != "nan_rows":
+            row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+        e = torch.exp(filled - row_max)
+    total = e.sum(dim=-1, keepdim=True)
+    if kind in ("zero_fill", "finite_negative", "nan_rows", "unstable"):
+        weights = e / total
+    else:
+        weights = e / torch.where(total > 0, total, torch.ones_like(total))
+    if kind == "after_softmax":
+        weights = weights * use
+    return weights
+
+
+def _masked_softmax_with_torch(scores, mask):
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    return torch.nan_to_num(weights, nan=0.0)
+
+
+def _masked_softmax_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+
+    def mask_with_both(shape):
+        mask = torch.rand(shape, generator=g) < 0.5
+        mask[..., 0] = True
+        mask[..., -1] = False
+        return mask[..., torch.randperm(shape[-1], generator=g)]
+
+    m1 = mask_with_both((3, 5))
+    m1[1] = False  # a fully masked row
+    m2 = mask_with_both((2, 1, 6))
+    m2[1] = False  # a whole sequence of padding
+    m3 = mask_with_both((4, 4))
+    m3[2] = False
+    return [
+        ((2.0 * torch.randn(3, 5, generator=g), m1), {}),
+        ((2.0 * torch.randn(2, 4, 6, generator=g), m2), {}),
+        ((200.0 + 30.0 * torch.randn(2, 4, 4, generator=g), m3), {}),  # exp overflows without the max
+        ((2.0 * torch.randn(2, 3, 4, 5, generator=g), mask_with_both((4, 5))), {}),
+    ]
+
+
+def _ms(kind):
+    return functools.partial(_masked_softmax_variant, kind=kind)
+
+
+MASKED_SOFTMAX = Exercise(
+    grade_id="masking_transformer_masked_softmax",
+    function_name="masked_softmax",
+    reference=reference.masked_softmax,
+    make_cases=_masked_softmax_cases,
+    output_names=("your weights",),
+    forbidden=SOFTMAX_BUILTINS,
+    crash_hint="scores (..., Tq, Tk) and mask (broadcastable, True = may attend): fill with "
+               "scores.masked_fill(~mask, float('-inf')), take the maximum over dim=-1 with keepdim=True",
+    mistakes=(
+        Mistake("ignored",
+                "your weights ignore the mask: blocked keys (mask False) must get weight exactly 0.",
+                _ms("ignored")),
+        Mistake("inverted",
+                "your mask is inverted: True means the query may attend to that key, so the scores to "
+                "fill with -inf are those where the mask is False (~mask).",
+                _ms("inverted")),
+        Mistake("after_softmax",
+                "you applied the mask after the softmax (multiplying the weights by it), so the rows "
+                "no longer sum to one: set the blocked scores to -inf before exponentiating.",
+                _ms("after_softmax")),
+        Mistake("zero_fill",
+                "you set the blocked scores to 0 instead of -inf: exp(0) = 1, so blocked keys still "
+                "get weight.",
+                _ms("zero_fill")),
+        Mistake("finite_negative",
+                "you filled blocked scores with a large finite negative (like -1e9): normal rows come "
+                "out right, but a fully masked row becomes uniform, spreading its weight over keys it "
+                "must not see. Use -inf and give such rows zero weights.",
+                _ms("finite_negative")),
+        Mistake("nan_rows",
+                "a fully masked row gives nan: its maximum is -inf and -inf - (-inf) is nan (and its "
+                "sum is 0). Give such rows zero weights, e.g. replace a row maximum of -inf by 0 and "
+                "divide by 1 where the sum is 0.",
+                _ms("nan_rows")),
+        Mistake("unstable",
+                "your softmax overflows on large scores (exp(200) is inf in float32): subtract each "
+                "row's maximum over its allowed keys before exp.",
+                _ms("unstable")),
+        Mistake("torch_softmax",
+                "Your code uses torch.softmax",
+                _masked_softmax_with_torch),
+    ),
+)
+
+
+# ----------------------------------------------------------------------------------------
+# masking_transformer_block: class TransformerBlock(d_model, num_heads, d_ff, norm_first=True)
+
+ATTENTION_LINEARS = ("q_proj", "k_proj", "v_proj", "out_proj")
+
+
+class _WrongBlock(nn.Module):
+    """A transformer block with one catalogued mistake (`kind`); self-contained on purpose."""
+
+    def __init__(self, d_model, num_heads, d_ff, norm_first=True, *, kind):
+        super().__init__()
+        self.kind = kind
+        self.norm_first = {"always_pre": True, "always_post": False,
+                           "swapped": not norm_first}.get(kind, norm_first)
+        self.attn = MaskedSelfAttention(d_model, num_heads)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+
+    def _mlp(self, x):
+        if self.kind == "no_nonlinearity":
+            return self.mlp[2](self.mlp[0](x))
+        return self.mlp(x)
+
+    def forward(self, x, mask=None):
+        kind = self.kind
+        skip_attn = 0 if kind == "no_residual_attention" else 1
+        skip_mlp = 0 if kind == "no_residual_mlp" else 1
+        if kind == "mask_not_passed":
+            mask = None
+        if self.norm_first:
+            if kind == "norm_on_stream":  # x = norm(x), then x + sublayer(x)
+                x = self.norm1(x)
+                x = x + self.attn(x, mask)
+                x = self.norm2(x)
+                return x + self._mlp(x)
+            x = skip_attn * x + self.attn(self.norm1(x), mask)
+            return skip_mlp * x + self._mlp(self.norm2(x))
+        if kind == "norm_on_branch":  # x + norm(sublayer(x))
+            x = x + self.norm1(self.attn(x, mask))
+            return x + self.norm2(self._mlp(x))
+        x = self.norm1(skip_attn * x + self.attn(x, mask))
+        return self.norm2(skip_mlp * x + self._mlp(x))
+
+
+def _wrong_block(kind):
+    return functools.partial(_WrongBlock, kind=kind)
+
+
+def _block_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for d_model, num_heads, d_ff, norm_first, B, T, mask_kind in [
+        (8, 2, 16, True, 2, 5, "causal"),
+        (8, 2, 16, False, 2, 5, "causal"),
+        (12, 3, 20, True, 3, 4, "padding"),
+        (12, 3, 20, False, 3, 4, "padding"),
+        (6, 1, 10, False, 1, 6, None),
+        (6, 2, 10, True, 2, 3, None),
+    ]:
+        weights = {}
+        for name in ATTENTION_LINEARS:
+            weights[f"attn.{name}.weight"] = torch.randn(d_model, d_model, generator=g) / math.sqrt(d_model)
+            weights[f"attn.{name}.bias"] = 0.3 * torch.randn(d_model, generator=g)
+        for name in ("norm1", "norm2"):
+            weights[f"{name}.weight"] = 1.0 + 0.5 * torch.randn(d_model, generator=g)
+            weights[f"{name}.bias"] = 0.5 * torch.randn(d_model, generator=g)
+        weights["mlp.0.weight"] = torch.randn(d_ff, d_model, generator=g) / math.sqrt(d_model)
+        weights["mlp.0.bias"] = 0.3 * torch.randn(d_ff, generator=g)
+        weights["mlp.2.weight"] = torch.randn(d_model, d_ff, generator=g) / math.sqrt(d_ff)
+        weights["mlp.2.bias"] = 0.3 * torch.randn(d_model, generator=g)
+        x = 2.0 * torch.randn(B, T, d_model, generator=g) + 1.0
+        if mask_kind == "causal":
+            mask = torch.ones(T, T, dtype=torch.bool).tril()
+        elif mask_kind == "padding":
+            lengths = torch.randint(1, T, (B,), generator=g)
+            lengths[0] = T
+            mask = (torch.arange(T)[None, :] < lengths[:, None])[:, None, :]
+        else:
+            mask = None
+        cases.append({"d_model": d_model, "num_heads": num_heads, "d_ff": d_ff, "norm_first": norm_first,
+                      "weights": weights, "x": x, "mask": mask})
+    return cases
+
+
+def _describe(case):
+    mask = "no mask" if case["mask"] is None else f"mask {tuple(case['mask'].shape)}"
+    return (f"d_model={case['d_model']}, num_heads={case['num_heads']}, d_ff={case['d_ff']}, "
+            f"norm_first={case['norm_first']}, x {tuple(case['x'].shape)}, {mask}")
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockExercise(Exercise):
+    """An exercise whose answer is a transformer block class `cls(d_model, num_heads, d_ff,
+    norm_first=...)` with submodules `attn` (q_proj, k_proj, v_proj, out_proj), `norm1`, `norm2`
+    and `mlp` (an nn.Sequential whose items 0 and 2 are the linear layers). A case gives the
+    weights to copy in (by state_dict name) and the forward inputs `x`, `mask`."""
+
+    def _call(self, fn, args, kwargs, what, case):
+        try:
+            return call_without(fn, args, kwargs, forbidden=self.forbidden,
+                                exercise=f"`{self.function_name}`", name=what, hint=self.crash_hint)
+        except GradingError:
+            raise
+        except Exception as error:  # pragma: no cover - call_without words crashes itself
+            raise GradingError(f"{what} raised {type(error).__name__} ({_describe(case)}).") from None
+
+    def _build(self, factory, case, guarded):
+        args = (case["d_model"], case["num_heads"], case["d_ff"])
+        kwargs = {"norm_first": case["norm_first"]}
+        if guarded:
+            module = self._call(factory, args, kwargs, f"`{self.function_name}(...)`", case)
+        else:
+            module = factory(*args, **kwargs)
+        if not isinstance(module, nn.Module):
+            raise GradingError(f"`{self.function_name}(d_model, num_heads, d_ff)` should create an "
+                               f"nn.Module, but it gave {type(module).__name__}.")
+        params = dict(module.named_parameters())
+        with torch.no_grad():
+            for name, value in case["weights"].items():
+                if name not in params or tuple(params[name].shape) != tuple(value.shape):
+                    raise GradingError(
+                        f"`{self.function_name}` needs a parameter `{name}` of shape {tuple(value.shape)} "
+                        f"(attributes attn, norm1, norm2 and mlp = nn.Sequential(Linear, ReLU, Linear)); "
+                        f"for {_describe(case)} yours "
+                        + ("is missing." if name not in params else f"has shape {tuple(params[name].shape)}."))
+                params[name].copy_(value)
+        module.eval()
+        return module
+
+    def run(self, factory, case, guarded=False):
+        module = self._build(factory, case, guarded)
+        x = case["x"].clone()
+        mask = None if case["mask"] is None else case["mask"].clone()
+        if guarded:
+            return self._call(module.forward, (x,), {"mask": mask}, f"`{self.function_name}.forward`", case)
+        return module(x, mask=mask)
+
+    def matching_mistake(self, results):
+        for mistake in self.mistakes:
+            if all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results):
+                return mistake
+        return None
+
+    def check(self, student_factory):
+        tamper.verify()
+        with torch.no_grad():
+            results = [(case, self.run(student_factory, case, guarded=True)) for case in self.cases()]
+            tamper.verify()
+            for case, got in results:
+                problem = self.difference(got, self.run(self.reference, case))
+                if problem:
+                    mistake = self.matching_mistake(results)
+                    if mistake is not None:
+                        raise GradingError(f"`{self.function_name}`: {mistake.message}")
+                    raise GradingError(f"`{self.function_name}` gives a wrong answer on a hidden test "
+                                       f"case ({_describe(case)}): {problem}")
+        return None
+
+
+BLOCK = BlockExercise(
+    grade_id="masking_transformer_block",
+    function_name="TransformerBlock",
+    reference=reference.TransformerBlock,
+    make_cases=_block_cases,
+    output_names=("your block's output",),
+    forbidden=TRANSFORMER_BUILTINS,
+    crash_hint="x is (B, T, d_model); self.attn(h, mask) returns (B, T, d_model), and so does self.mlp(h)",
+    mistakes=(
+        Mistake("always_pre",
+                "your block computes the pre-norm arrangement even when norm_first=False; post-norm "
+                "adds first and normalises after: x = norm1(x + attn(x)), then x = norm2(x + mlp(x)).",
+                _wrong_block("always_pre")),
+        Mistake("always_post",
+                "your block computes the post-norm arrangement even when norm_first=True; pre-norm "
+                "normalises the sub-layer's input only: x = x + attn(norm1(x)), then x = x + mlp(norm2(x)).",
+                _wrong_block("always_post")),
+        Mistake("swapped",
+                "your two arrangements are swapped: norm_first=True is pre-norm, x + attn(norm1(x)); "
+                "norm_first=False is post-norm, norm1(x + attn(x)).",
+                _wrong_block("swapped")),
+        Mistake("norm_on_stream",
+                "in your pre-norm block the LayerNorm replaces the residual stream (x = norm1(x), then "
+                "x + attn(x)); only the sub-layer's input is normalised: x = x + attn(norm1(x)), so "
+                "the skip path carries x itself.",
+                _wrong_block("norm_on_stream")),
+        Mistake("norm_on_branch",
+                "in your post-norm block the LayerNorm is applied to the sub-layer's output before the "
+                "sum (x + norm1(attn(x))); post-norm normalises the sum: norm1(x + attn(x)).",
+                _wrong_block("norm_on_branch")),
+        Mistake("no_residual_attention",
+                "your block has no residual connection around the attention: add the sub-layer's "
+                "input back, x + attn(...).",
+                _wrong_block("no_residual_attention")),
+        Mistake("no_residual_mlp",
+                "your block has no residual connection around the MLP: add its input back, x + mlp(...).",
+                _wrong_block("no_residual_mlp")),
+        Mistake("no_nonlinearity",
+                "your MLP has no nonlinearity: two linear layers in a row are one linear map; put the "
+                "ReLU between them (self.mlp = nn.Sequential(Linear, ReLU, Linear)).",
+                _wrong_block("no_nonlinearity")),
+        Mistake("mask_not_passed",
+                "your block does not pass the mask on to the attention, so tokens see the future "
+                "(and the padding): call self.attn(h, mask).",
+                _wrong_block("mask_not_passed")),
+    ),
+)
+
+
+EXERCISES = {exercise.grade_id: exercise for exercise in (CAUSAL, PADDING, MASKED_SOFTMAX, BLOCK)}
+
+
+def check(grade_id, fn):
+    """Raise GradingError naming the mistake if `fn` is wrong; return None if right."""
+    return _check(EXERCISES, grade_id, fn)

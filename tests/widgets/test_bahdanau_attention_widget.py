@@ -1,0 +1,113 @@
+"""The model and pure functions behind notebook 04's demos: fast, seeded, and right."""
+import numpy as np
+import pytest
+import torch
+
+from course_utils import seq2seq
+from course_utils.data import dates
+from course_utils.widgets import bahdanau_attention as demo
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models: one thread is fastest (and on a busy machine, much faster)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def model(one_thread):
+    """Briefly trained, so that beam search has real choices to make; seeded."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = seq2seq.Seq2Seq(attention=True)
+        seq2seq.fit(net, 15, seed=0)
+    return net
+
+
+def test_alignment_rows_are_distributions(model):
+    for text in demo.EXAMPLES:
+        source, output, weights = demo.alignment(model, text)
+        assert source == list(text.lower())
+        assert weights.shape == (len(output), len(source))
+        assert (weights >= 0).all()
+        np.testing.assert_allclose(weights.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_padding_gets_no_weight():
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        net = seq2seq.Seq2Seq()
+    _, weights = seq2seq.greedy_translate(net, ["1 may 2000", "wednesday, september 30, 2048"])
+    assert (weights[0, :, len("1 may 2000"):] == 0).all()
+
+
+def test_candidates_sorted_and_width_one_is_greedy(model):
+    text = "22 November 2026"
+    found = demo.candidates(model, text, beam_width=4)
+    assert len(found) == 4
+    per_token = [c[2] for c in found]
+    assert per_token == sorted(per_token, reverse=True)
+    greedy, _ = seq2seq.greedy_translate(model, [text])
+    assert demo.candidates(model, text, beam_width=1)[0][0] == greedy[0]
+
+
+def test_beam_log_prob_is_the_teacher_forced_log_prob(model):
+    text = "sun 22 nov 2026"
+    iso, log_prob, ids = seq2seq.beam_translate(model, text, beam_width=3)[0]
+    src, mask = dates.pad_sources([text])
+    with torch.no_grad():
+        logits = seq2seq.teacher_forced_logits(model, src, mask, torch.tensor([ids]))
+    expected = torch.log_softmax(logits[0], dim=-1)[torch.arange(len(ids)), torch.tensor(ids)].sum()
+    assert log_prob == pytest.approx(float(expected), abs=1e-4)
+
+
+def test_beam_vs_greedy_shapes(model):
+    greedy, beam = demo.beam_vs_greedy(model, list(demo.EXAMPLES[:3]), beam_width=3)
+    assert greedy.shape == beam.shape == (3,)
+    assert (greedy <= 0).all() and (beam <= 0).all()
+
+
+def test_accuracy_by_length_covers_every_pair(model):
+    pairs = dates.held_out_set()[:100]
+    labels, accuracy, counts = demo.accuracy_by_length(model, pairs)
+    assert len(labels) == len(accuracy) == len(counts) == len(demo.LENGTH_BINS) - 1
+    assert counts.sum() == 100
+    assert np.all((accuracy[counts > 0] >= 0) & (accuracy[counts > 0] <= 1))
+
+
+def test_model_without_attention_has_no_weights():
+    net = seq2seq.Seq2Seq(attention=False)
+    guesses, weights = seq2seq.greedy_translate(net, ["1 may 2000"])
+    assert weights is None and isinstance(guesses[0], str)
+    with pytest.raises(ValueError, match="no attention"):
+        demo.alignment(net, "1 may 2000")
+
+
+def test_training_is_repeatable():
+    def run():
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            net = seq2seq.Seq2Seq()
+            history = seq2seq.fit(net, 8, seed=0, eval_pairs=dates.held_out_set()[:20], eval_every=4)
+        return history["loss"], history["accuracy"]
+    assert run() == run()
+
+
+def test_toy_step_rows_are_distributions_and_independent():
+    toy = seq2seq.ToyStep(vocab=5, seed=2)
+    states = toy.initial.repeat(3, 1)
+    log_probs, new_states = toy(torch.tensor([0, 2, 3]), states)
+    assert log_probs.shape == (3, 5) and new_states.shape == (3, 4)
+    np.testing.assert_allclose(log_probs.exp().sum(dim=1).numpy(), 1.0)
+    alone, _ = toy(torch.tensor([2]), toy.initial)
+    torch.testing.assert_close(alone[0], log_probs[1])
+    assert (log_probs[:, 0] < -20).all()  # BOS is never emitted
+
+
+def test_forbidden_names_exist():
+    for entry in seq2seq.FORBIDDEN:
+        module, name = entry.split(":")
+        assert module == "course_utils.seq2seq" and callable(getattr(seq2seq, name))
