@@ -12,7 +12,6 @@ Why it is built this way:
   submission, the assignment source and the limits; a rerun skips those (resume) unless
   `--regrade`. CSVs are rebuilt from the results, sorted, so two runs give identical files.
 """
-import csv
 import json
 import os
 import queue
@@ -224,7 +223,8 @@ class Batch:
     # -- steps -------------------------------------------------------------------------------
     def check_sandbox(self):
         if self.o.unsafe_no_sandbox:
-            self.say("WARNING: --unsafe-no-sandbox: student code runs as this user, unconfined.")
+            print("autograder: WARNING: --unsafe-no-sandbox: student code runs as this user, "
+                  "unconfined; only for submissions you trust.", file=sys.stderr)
             return False
         reason = sandbox.why_unavailable()
         if reason:

@@ -74,7 +74,8 @@ def _nbgrader_config(shard, task):
         c.KernelManager.transport = "ipc"
         c.KernelManager.ip = os.path.join(task["socket_dir"], "kernel")
     c.LimitOutput.max_lines = 1000
-    c.LimitOutput.max_chars = 10000
+    # Outputs are the student's: no scripts or raw HTML of theirs in the feedback page.
+    c.HTMLExporter.sanitize_html = True
     return c
 
 

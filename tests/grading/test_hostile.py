@@ -6,8 +6,6 @@ hostile ones (and in parallel with them) keep full marks. Timeouts are generous 
 depends on how fast the machine is.
 """
 import json
-import os
-import pathlib
 import socket
 import subprocess
 import threading
@@ -179,7 +177,9 @@ def batch(tmp_path_factory):
     duplicated.cells.append(dup)
     students["duplicated_test"] = duplicated
     students["big_output"] = k.with_code(
-        "fixture_double", "for _ in range(50):\n    print('x' * 10**6)\n")
+        "fixture_double", "for _ in range(50):\n    print('x' * 10**6)\n"
+        "from IPython.display import HTML, display\n"
+        "display(HTML('<script>document.title = 42</script><b>bold</b>'))\n")
     diagnosed = k.honest()
     _answer(diagnosed, "fixture_double", (
         "def double(x):\n    x = np.asarray(x, dtype=float)\n"
@@ -344,6 +344,7 @@ def test_fifty_megabytes_of_output_are_cut(batch):
     assert score(batch, "big_output") == FULL
     html = batch.out / "feedback" / "big_output" / A / "fixture.html"
     assert html.exists() and html.stat().st_size < 2 * 2**20
+    assert "<script>document.title" not in html.read_text()  # student HTML is sanitized
 
 
 def test_feedback_hides_hidden_tests_and_keeps_the_diagnosis(batch):

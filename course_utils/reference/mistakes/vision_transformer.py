@@ -1,0 +1,352 @@
+"""Mistake catalogue of notebook 09 (Vision Transformer).
+
+Instructor side, as secret as the reference. Every `compute` is written out here with the
+exercise's signature (never calling `course_utils.reference`), so the mutation tests can feed
+it to the notebook's test cells as if a student wrote it.
+
+Why the cases look the way they do:
+
+* patchify: grids of patches that are not square (2 x 3, 3 x 2) so that column-major order is
+  not a mere transpose of the same numbers, and C > 1 in most cases so that flattening the
+  channels last differs from flattening them first (with C = 1 the two agree).
+* patch_embedding: every case has d_model = C * P * P, so that `patches @ weight` (the weight
+  not transposed) runs instead of raising, and a bias far from zero.
+* prepend_class_token: batch sizes > 1, so the class token must be expanded over the batch.
+* vit_forward: small TinyViTs in float64 whose class token and position embeddings are
+  redrawn with a large scale, so that leaving out or shifting them changes the logits clearly.
+"""
+import torch
+from torch.nn import functional as F
+
+from course_utils.reference import mistakes as framework
+from course_utils.reference import vision_transformer as reference
+from course_utils.reference.mistakes import Exercise, Mistake
+
+__all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
+
+# Every catalogued mistake also fails the visible tests.
+HIDDEN_ONLY = set()
+
+UNFOLD_BUILTINS = ("torch.nn.functional:unfold", "torch.nn:Unfold")
+CONV_BUILTINS = ("torch.nn.functional:conv2d", "torch.nn:Conv2d")
+FORWARD_BUILTINS = ("course_utils.vit_model:run_vit",)
+
+
+# --------------------------------------------------------------------------- 1. patchify
+
+def patchify_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [
+        ((torch.randn(2, 3, 8, 12, generator=g, dtype=torch.float64), 4), {}),
+        ((torch.randn(1, 2, 9, 6, generator=g, dtype=torch.float64), 3), {}),
+        ((torch.randn(3, 1, 4, 6, generator=g, dtype=torch.float64), 2), {}),
+        ((torch.randn(2, 3, 4, 4, generator=g, dtype=torch.float64), 2), {}),
+    ]
+
+
+def _patchify_variant(order):
+    """order: the permutation of (B, C, rows, P_row, cols, P_col) axes before the final reshape."""
+    def compute(images, patch_size):
+        B, C, H, W = images.shape
+        P = patch_size
+        rows, cols = H // P, W // P
+        if order is None:  # a plain reshape, no patches cut
+            return images.reshape(B, rows * cols, C * P * P)
+        x = images.reshape(B, C, rows, P, cols, P).permute(*order)
+        return x.reshape(B, rows * cols, C * P * P)
+    return compute
+
+
+PATCHIFY_MISTAKES = (
+    Mistake(
+        "column_major",
+        "your patches come in column-major order (down the first column of patches, then the next "
+        "column); the order is row-major: left to right along the top row of patches, then the "
+        "next row down.",
+        _patchify_variant((0, 4, 2, 1, 3, 5)),
+    ),
+    Mistake(
+        "channels_last",
+        "you flattened each patch with the channels last (pixel by pixel, all channels of a pixel "
+        "together); the layout is channel-first: all P*P pixels of channel 0, then channel 1, ... "
+        "(permute to (B, rows, cols, C, P, P) before the reshape).",
+        _patchify_variant((0, 2, 4, 3, 5, 1)),
+    ),
+    Mistake(
+        "plain_reshape",
+        "you reshaped the image straight to (B, N, C*P*P): that cuts the pixels in memory order "
+        "(whole image rows), not into P x P squares. Reshape to (B, C, H/P, P, W/P, P), permute, "
+        "then reshape.",
+        _patchify_variant(None),
+    ),
+    Mistake(
+        "pixels_column_major",
+        "inside each patch you flattened the pixels column by column; flatten them row by row "
+        "(the pixel-row axis before the pixel-column axis), as F.unfold does.",
+        _patchify_variant((0, 2, 4, 1, 5, 3)),
+    ),
+)
+
+
+# --------------------------------------------------------------------------- 2. patch_embedding
+
+def patch_embedding_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for B, C, H, W, P in [(2, 1, 8, 12, 4), (2, 3, 4, 6, 2), (1, 2, 6, 9, 3)]:
+        d = C * P * P
+        images = torch.randn(B, C, H, W, generator=g, dtype=torch.float64)
+        weight = torch.randn(d, d, generator=g, dtype=torch.float64) / d ** 0.5
+        bias = 1.0 + torch.randn(d, generator=g, dtype=torch.float64)
+        cases.append(((images, weight, bias, P), {}))
+    return cases
+
+
+def _cut(images, P, order=(0, 2, 4, 1, 3, 5)):
+    B, C, H, W = images.shape
+    rows, cols = H // P, W // P
+    x = images.reshape(B, C, rows, P, cols, P).permute(*order)
+    return x.reshape(B, rows * cols, C * P * P)
+
+
+def _embedding_variant(kind):
+    def compute(images, weight, bias, patch_size):
+        P = patch_size
+        if kind == "raw_reshape":
+            B = images.shape[0]
+            patches = images.reshape(B, -1, weight.shape[1])
+        elif kind == "column_major":
+            patches = _cut(images, P, order=(0, 4, 2, 1, 3, 5))
+        else:
+            patches = _cut(images, P)
+        W = weight if kind == "not_transposed" else weight.transpose(0, 1)
+        out = patches @ W
+        return out if kind == "no_bias" else out + bias
+    return compute
+
+
+PATCH_EMBEDDING_MISTAKES = (
+    Mistake(
+        "no_bias",
+        "you left out the bias: each token is patch @ weight.T + bias.",
+        _embedding_variant("no_bias"),
+    ),
+    Mistake(
+        "not_transposed",
+        "you multiplied by the weight without transposing it: `weight` has the nn.Linear layout "
+        "(d_model, C*P*P), so the map is patches @ weight.T + bias.",
+        _embedding_variant("not_transposed"),
+    ),
+    Mistake(
+        "raw_reshape",
+        "you reshaped the images straight to (B, N, C*P*P) instead of cutting them into patches: "
+        "call your patchify first.",
+        _embedding_variant("raw_reshape"),
+    ),
+    Mistake(
+        "column_major",
+        "your tokens come in column-major patch order: the patches must be in row-major order, "
+        "as patchify returns them (check your patchify first).",
+        _embedding_variant("column_major"),
+    ),
+)
+
+
+# --------------------------------------------------------------------------- 3. class token
+
+def class_token_cases(seed):
+    g = torch.Generator().manual_seed(seed)
+    return [
+        ((torch.randn(3, 4, 5, generator=g, dtype=torch.float64),
+          torch.randn(1, 1, 5, generator=g, dtype=torch.float64)), {}),
+        ((torch.randn(2, 6, 3, generator=g, dtype=torch.float64),
+          torch.randn(1, 1, 3, generator=g, dtype=torch.float64)), {}),
+    ]
+
+
+def _class_token_variant(kind):
+    def compute(tokens, cls_token):
+        if kind == "added":
+            return tokens + cls_token
+        cls = cls_token.expand(tokens.shape[0], -1, -1)
+        return torch.cat([tokens, cls], dim=1)  # appended
+    return compute
+
+
+CLASS_TOKEN_MISTAKES = (
+    Mistake(
+        "added",
+        "you added the class token to every patch token (shape (B, N, d)); it is a token of its "
+        "own, prepended to the sequence: the result has N + 1 tokens, the class token first.",
+        _class_token_variant("added"),
+    ),
+    Mistake(
+        "appended",
+        "you put the class token at the end of the sequence; it goes in front, at position 0 "
+        "(the head reads x[:, 0] and position embedding 0 belongs to it).",
+        _class_token_variant("appended"),
+    ),
+)
+
+
+# --------------------------------------------------------------------------- 4. vit_forward
+
+def forward_cases(seed):
+    from course_utils.vit_model import TinyViT  # student-safe model, imported late on purpose
+
+    g = torch.Generator().manual_seed(seed)
+    cases = []
+    for image_size, patch_size, channels, d_model, depth, heads, B in [
+        (8, 4, 1, 8, 1, 2, 3), (12, 4, 2, 12, 2, 3, 2), (16, 4, 1, 16, 2, 4, 2)
+    ]:
+        torch.manual_seed(seed + image_size)
+        model = TinyViT(image_size=image_size, patch_size=patch_size, channels=channels,
+                        d_model=d_model, depth=depth, num_heads=heads, num_classes=5).double()
+        with torch.no_grad():
+            model.cls_token.copy_(torch.randn(model.cls_token.shape, generator=g, dtype=torch.float64))
+            model.pos_embedding.copy_(torch.randn(model.pos_embedding.shape, generator=g, dtype=torch.float64))
+        model.eval()
+        images = torch.rand(B, channels, image_size, image_size, generator=g, dtype=torch.float64)
+        cases.append(((model, images), {}))
+    return cases
+
+
+def _forward_variant(kind):
+    def compute(model, images):
+        P = model.patch_size
+        B, C, H, W = images.shape
+        rows, cols = H // P, W // P
+        patches = images.reshape(B, C, rows, P, cols, P).permute(0, 2, 4, 1, 3, 5).reshape(B, rows * cols, -1)
+        x = patches @ model.patch_embed.weight.transpose(0, 1) + model.patch_embed.bias
+        cls = model.cls_token.expand(B, -1, -1)
+        pos = model.pos_embedding
+        if kind == "pos_skips_class_slot":
+            x = torch.cat([cls, x + pos[:, 1:]], dim=1)
+        elif kind == "pos_before_class_token":
+            x = torch.cat([cls, x + pos[:, : rows * cols]], dim=1)
+        elif kind == "no_position":
+            x = torch.cat([cls, x], dim=1)
+        else:
+            x = torch.cat([cls, x], dim=1) + pos
+        for block in model.blocks:
+            x = block(x)
+        if kind != "no_final_norm":
+            x = model.norm(x)
+        if kind == "mean_pool":
+            return model.head(x.mean(dim=1))
+        if kind == "last_token":
+            return model.head(x[:, -1])
+        return model.head(x[:, 0])
+    return compute
+
+
+FORWARD_MISTAKES = (
+    Mistake(
+        "pos_skips_class_slot",
+        "the class token gets no position embedding: add all N + 1 rows of pos_embedding after "
+        "prepending the class token (row 0 is the class token's).",
+        _forward_variant("pos_skips_class_slot"),
+    ),
+    Mistake(
+        "pos_before_class_token",
+        "you added the first N position embeddings to the patches before prepending the class "
+        "token, so every patch got its left neighbour's position and the class token none: "
+        "prepend first, then add all N + 1 rows of pos_embedding.",
+        _forward_variant("pos_before_class_token"),
+    ),
+    Mistake(
+        "no_position",
+        "you left out the position embeddings (model.pos_embedding): without them the model "
+        "cannot tell where a patch came from.",
+        _forward_variant("no_position"),
+    ),
+    Mistake(
+        "no_final_norm",
+        "you skipped the final LayerNorm (model.norm) before the head: a pre-norm transformer "
+        "normalises the output of its last block.",
+        _forward_variant("no_final_norm"),
+    ),
+    Mistake(
+        "mean_pool",
+        "you averaged all tokens before the head; this ViT classifies from the class token alone, "
+        "x[:, 0].",
+        _forward_variant("mean_pool"),
+    ),
+    Mistake(
+        "last_token",
+        "you classified from the last token; the class token is the first, x[:, 0].",
+        _forward_variant("last_token"),
+    ),
+)
+
+
+_CRASH_HINTS = {
+    "vision_transformer_patchify": "images is (B, C, H, W) with H and W multiples of patch_size, "
+                                   "and any C, H != W allowed",
+    "vision_transformer_patch_embedding": "weight has the nn.Linear layout (d_model, C*P*P) and bias "
+                                          "(d_model,): the tokens are patchify(images, P) @ weight.T + bias",
+    "vision_transformer_class_token": "tokens is (B, N, d) and cls_token (1, 1, d): expand the class "
+                                      "token to (B, 1, d) before concatenating along dim=1",
+    "vision_transformer_forward": "use model.patch_embed.weight and .bias, model.patch_size, "
+                                  "model.cls_token, model.pos_embedding, model.blocks, model.norm "
+                                  "and model.head",
+}
+
+
+EXERCISES = {
+    exercise.grade_id: exercise
+    for exercise in (
+        Exercise(
+            grade_id="vision_transformer_patchify",
+            function_name="patchify",
+            reference=reference.patchify,
+            make_cases=patchify_cases,
+            mistakes=PATCHIFY_MISTAKES,
+            forbidden=UNFOLD_BUILTINS,
+            output_names=("your patches",),
+            atol=1e-12,
+            rtol=1e-12,
+            crash_hint=_CRASH_HINTS["vision_transformer_patchify"],
+        ),
+        Exercise(
+            grade_id="vision_transformer_patch_embedding",
+            function_name="patch_embedding",
+            reference=reference.patch_embedding,
+            make_cases=patch_embedding_cases,
+            mistakes=PATCH_EMBEDDING_MISTAKES,
+            forbidden=UNFOLD_BUILTINS + CONV_BUILTINS,
+            output_names=("your tokens",),
+            atol=1e-9,
+            rtol=1e-7,
+            crash_hint=_CRASH_HINTS["vision_transformer_patch_embedding"],
+        ),
+        Exercise(
+            grade_id="vision_transformer_class_token",
+            function_name="prepend_class_token",
+            reference=reference.prepend_class_token,
+            make_cases=class_token_cases,
+            mistakes=CLASS_TOKEN_MISTAKES,
+            output_names=("your sequence",),
+            atol=1e-12,
+            rtol=1e-12,
+            crash_hint=_CRASH_HINTS["vision_transformer_class_token"],
+        ),
+        Exercise(
+            grade_id="vision_transformer_forward",
+            function_name="vit_forward",
+            reference=reference.vit_forward,
+            make_cases=forward_cases,
+            mistakes=FORWARD_MISTAKES,
+            forbidden=FORWARD_BUILTINS,
+            output_names=("your logits",),
+            atol=1e-8,
+            rtol=1e-6,
+            crash_hint=_CRASH_HINTS["vision_transformer_forward"],
+        ),
+    )
+}
+
+
+def check(grade_id, student_fn):
+    """The hidden test of one exercise: GradingError naming the mistake, or None when right."""
+    return framework.check(EXERCISES, grade_id, student_fn)
