@@ -6,8 +6,9 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 READY   := $(VENV)/.ready
 ASSIGNMENTS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
-# Two workers; loadscope keeps each notebook's nbval cells (and each module's fixtures) together.
-PYTEST_ARGS ?= -n 2 --dist loadscope
+# Two workers. Tests are grouped (tests/conftest.py): a notebook's nbval cells, a module's
+# fixtures and the whole sandboxed-grading suite each stay on one worker.
+PYTEST_ARGS ?= -n 2 --dist loadgroup
 # nbgrader runs alembic (and the tests run jupyter) as commands: the environment comes first.
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -20,8 +21,10 @@ $(READY): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11 (set PYTHON=...)"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
-	$(BIN)/jupyter server extension enable --sys-prefix --py nbgrader >/dev/null
-	$(BIN)/jupyter labextension enable @jupyter/nbgrader @jupyter-widgets/jupyterlab-manager >/dev/null
+	@# pip installs and enables the nbgrader and widget extensions; prove it rather than trust it.
+	$(BIN)/jupyter server extension list 2>&1 | grep -q "nbgrader.server_extensions.validate_assignment.*enabled"
+	$(BIN)/jupyter labextension list 2>&1 | grep -q "@jupyter/nbgrader.*enabled"
+	$(BIN)/jupyter labextension list 2>&1 | grep -q "@jupyter-widgets/jupyterlab-manager.*enabled"
 	$(BIN)/python scripts/setup_lab.py
 	touch $@
 

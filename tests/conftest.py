@@ -17,3 +17,16 @@ for variable, folder in {
     (_home / folder).mkdir(parents=True, exist_ok=True)
     os.environ[variable] = str(_home / folder)
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # silences a debugger warning in kernels
+
+
+def pytest_collection_modifyitems(config, items):
+    """Groups for pytest-xdist's loadgroup: one worker per notebook (nbval runs its cells in order
+    in one kernel), per test module (module-scoped fixtures are costly), and one for the whole
+    sandboxed-grading suite (it asserts that no sandbox process outlives a batch, which a second
+    batch on the other worker would break)."""
+    import pytest
+
+    for item in items:
+        path = pathlib.Path(str(item.fspath)).resolve().relative_to(ROOT)
+        group = "grading" if path.parts[:2] == ("tests", "grading") else str(path)
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from tests.browser.lab import CHROMIUM, CHROMIUM_FLAGS, jupyterlab, prepare_root, slug
+from tests.browser.lab import CHROMIUM, CHROMIUM_FLAGS, jupyterlab, prepare_root, shut_down_kernels, slug
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
@@ -54,4 +54,6 @@ def page(browser, request):
     if getattr(request.node, "failed_call", False):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"{slug(request.node.name)}.png"), full_page=True)
+    if page.url.startswith("http"):
+        shut_down_kernels(page)
     context.close()

@@ -100,7 +100,8 @@ class Notebook:
         self.path = path
         kernel_socket = []
         page.on("websocket", lambda ws: kernel_socket.append(ws.url) if "/api/kernels/" in ws.url else None)
-        page.goto(f"{base_url}/lab/tree/{path}")
+        # ?reset: start from an empty workspace, not the tabs a previous test left open.
+        page.goto(f"{base_url}/lab/tree/{path}?reset")
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=STEP_TIMEOUT_MS)
         self.wait_idle()
         page.wait_for_function("() => true")  # flush
@@ -172,6 +173,17 @@ class Notebook:
 
     def save(self):
         self.page.keyboard.press("Control+S")
+
+
+def shut_down_kernels(page):
+    """End every kernel of the server, so the next test does not share the CPU with this one.
+    REST calls from the page echo JupyterLab's _xsrf cookie, as the server requires."""
+    page.evaluate("""async () => {
+        const m = document.cookie.match(/_xsrf=([^;]+)/);
+        const headers = m ? {'X-XSRFToken': decodeURIComponent(m[1])} : {};
+        const sessions = await (await fetch('/api/sessions')).json();
+        for (const s of sessions) await fetch('/api/sessions/' + s.id, {method: 'DELETE', headers});
+    }""")
 
 
 def error_outputs_in_file(path):
