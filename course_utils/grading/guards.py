@@ -23,6 +23,8 @@ ATTENTION_BUILTINS = (
 )
 SOFTMAX_BUILTINS = (
     "torch:softmax",
+    "torch:Tensor.softmax",  # the method form, scores.softmax(-1)
+    "torch:Tensor.log_softmax",
     "torch.nn.functional:softmax",
     "torch.nn.functional:log_softmax",
     "torch:log_softmax",
@@ -31,12 +33,16 @@ SOFTMAX_BUILTINS = (
 
 
 def _resolve(entry):
-    module_name, attr = entry.split(":")
+    """"module:attr" or "module:Class.method" -> (the object holding it, its name, the object)."""
+    module_name, path = entry.split(":")
     try:
-        module = importlib.import_module(module_name)
+        holder = importlib.import_module(module_name)
     except ImportError:  # scipy may be absent: nothing to forbid then
-        return None, None
-    return module, getattr(module, attr, None)
+        return None, None, None
+    *parents, attr = path.split(".")
+    for parent in parents:
+        holder = getattr(holder, parent)
+    return holder, attr, getattr(holder, attr, None)
 
 
 def _reference_functions():
@@ -69,23 +75,26 @@ def _recording(entries, called, forbid_reference=True):
 
     try:
         for entry in entries:
-            module, obj = _resolve(entry)
+            holder, attr, obj = _resolve(entry)
             if obj is not None:
-                patched.append((module, entry.split(":")[1], obj))
+                patched.append((holder, attr, obj, attr in vars(holder)))
         if forbid_reference:
             for module, attr, value in _reference_functions():
-                patched.append((module, attr, value))
-        for module, attr, obj in patched:
-            label = f"{module.__name__}.{attr}"
-            setattr(module, attr, recorder(label, obj))
+                patched.append((module, attr, value, True))
+        for holder, attr, obj, _ in patched:
+            label = f"{holder.__module__}.{holder.__qualname__}" if isinstance(holder, type) else holder.__name__
+            setattr(holder, attr, recorder(f"{label}.{attr}", obj))
         yield
     finally:
-        for module, attr, obj in patched:
-            setattr(module, attr, obj)
+        for holder, attr, obj, own in patched:
+            if own:
+                setattr(holder, attr, obj)
+            else:  # inherited (a method of a base class): remove our override
+                delattr(holder, attr)
 
 
 def _imported_directly(fn, entries):
-    forbidden = {id(obj): entry.replace(":", ".") for entry in entries for _, obj in [_resolve(entry)] if obj is not None}
+    forbidden = {id(obj): entry.replace(":", ".") for entry in entries for *_, obj in [_resolve(entry)] if obj is not None}
     if not _is_reference(fn):
         for _, attr, value in _reference_functions():
             forbidden[id(value)] = f"{value.__module__}.{attr}"

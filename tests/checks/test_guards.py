@@ -148,3 +148,14 @@ def test_a_crash_in_student_code_is_one_sentence_pointing_at_their_line():
     assert "shape (2, 3), shape (2, 3), shape (2, 3)" in message
     assert "`scores = q @ k  # forgot the transpose`" in message and message.endswith("transpose k.")
     assert failure.value.__cause__ is None and failure.value.__suppress_context__
+
+
+def test_the_method_form_of_a_builtin_is_caught_and_restored():
+    def via_method(x):
+        return x.softmax(-1)
+
+    own_before = "softmax" in vars(torch.Tensor)
+    with pytest.raises(GradingError, match=r"torch\.Tensor\.softmax"):
+        grading.call_without(via_method, (torch.randn(2, 3),), forbidden=grading.SOFTMAX_BUILTINS)
+    assert ("softmax" in vars(torch.Tensor)) == own_before
+    assert torch.allclose(torch.randn(2, 3).softmax(-1).sum(-1), torch.ones(2))
