@@ -1,7 +1,22 @@
 """A small training loop with a progress bar, shared by the notebooks that train a model."""
+import contextlib
 import os
 
+import torch
 from tqdm.auto import tqdm
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run on one CPU thread, restoring the setting afterwards; usable as `with one_thread():` or
+    as a decorator `@one_thread()`. The course's tensors are small, so one thread is as fast (and
+    far faster on a busy machine), and results cannot depend on how many cores there are."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def grading():

@@ -4,12 +4,13 @@
 exponentials rather than the sin/cos formula of the exercise; the exercise's hidden tests
 forbid calling it, so it cannot stand in for the student's own `sinusoidal_encoding`.
 """
-import contextlib
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from course_utils.training import one_thread
 
 __all__ = [
     "positional_table", "similarity_profile", "offset_similarity", "train_skipgram",
@@ -45,24 +46,13 @@ def offset_similarity(table):
     return table @ table.T / (table.shape[1] / 2)
 
 
-@contextlib.contextmanager
-def _one_thread():
-    """One thread, so that training gives bit-identical numbers on every machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def train_skipgram(centers, contexts, vocab_size, dim=16, steps=300, lr=0.05, seed=0):
     """Skip-gram with a full softmax: predict each context word from its center word.
 
     centers, contexts: int arrays of equal length. Returns (embeddings as a float64 NumPy array
     of shape (vocab_size, dim), list of the loss every 50 steps).
     """
-    with _one_thread():
+    with one_thread():
         torch.manual_seed(seed)
         embed = nn.Embedding(vocab_size, dim)
         output = nn.Linear(dim, vocab_size, bias=False)
@@ -103,7 +93,7 @@ def train_previous_token_scorer(kind, d_model=16, train_len=32, total_len=64, st
     total_len rows, trained along with A; rows >= train_len are never trained).
     Returns a dict: parameters (of E), train_accuracy, test_accuracy.
     """
-    with _one_thread():
+    with one_thread():
         torch.manual_seed(seed)
         if kind == "sinusoidal":
             table = torch.tensor(positional_table(total_len, d_model), dtype=torch.float32)

@@ -7,7 +7,6 @@ seeded: the same arguments give the same numbers. Training and sampling run on o
 (restored afterwards), which for models this small is the fastest and makes the numbers the
 same on every machine.
 """
-import functools
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -17,24 +16,13 @@ from torch import nn
 
 from course_utils.data.text import Vocabulary, make_text
 from course_utils.tiny_lm import CharLM
+from course_utils.training import one_thread
 
 __all__ = [
     "LMRun", "train_char_lm", "held_out_loss", "next_char_probabilities", "generate",
     "future_leak", "gradient_norms_by_layer", "draw_gradient_norms", "draw_masks",
     "draw_next_char", "draw_losses",
 ]
-
-
-def _one_thread(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            torch.set_num_threads(threads)
-    return wrapper
 
 
 class LMRun:
@@ -53,7 +41,7 @@ def _batch(ids, batch_size, context, generator):
     return x, y
 
 
-@_one_thread
+@one_thread()
 def train_char_lm(steps=300, context=32, batch_size=32, d_model=64, num_heads=4, num_layers=2,
                   d_ff=128, lr=3e-3, seed=0, text=None, progress=None):
     """Train a `CharLM` with Adam to predict the next character of the course's text (the last
@@ -81,7 +69,7 @@ def train_char_lm(steps=300, context=32, batch_size=32, d_model=64, num_heads=4,
     return LMRun(model, vocab, losses, train_ids, held_out_ids)
 
 
-@_one_thread
+@one_thread()
 @torch.no_grad()
 def held_out_loss(run, n_batches=8, batch_size=32, seed=1):
     """Mean cross-entropy (nats per character) on windows of the held-out text."""
@@ -99,7 +87,7 @@ def _prompt_ids(run, prompt):
     return torch.tensor(ids)
 
 
-@_one_thread
+@one_thread()
 @torch.no_grad()
 def next_char_probabilities(run, prompt, temperature=1.0):
     """The model's distribution over the next character after `prompt` (cleaned to the
@@ -114,7 +102,7 @@ def next_char_probabilities(run, prompt, temperature=1.0):
     return torch.softmax(logits / temperature, dim=-1).numpy()
 
 
-@_one_thread
+@one_thread()
 @torch.no_grad()
 def generate(run, prompt, n_chars=80, temperature=1.0, seed=0):
     """Continue `prompt` (lower-cased, unknown characters dropped) by n_chars characters, each
@@ -138,7 +126,7 @@ def generate(run, prompt, n_chars=80, temperature=1.0, seed=0):
     return run.vocab.decode(out)
 
 
-@_one_thread
+@one_thread()
 @torch.no_grad()
 def future_leak(run, text, t, seed=0):
     """Replace every character after position t of `text` by random ones and return the largest
@@ -152,7 +140,7 @@ def future_leak(run, text, t, seed=0):
     return float(diff[: t + 1].max()), float(diff[t + 1:].max()) if t + 1 < len(ids) else 0.0
 
 
-@_one_thread
+@one_thread()
 def gradient_norms_by_layer(norm_first, num_layers=16, d_model=64, num_heads=4, d_ff=256,
                             vocab_size=28, batch_size=16, T=32, seed=0):
     """Gradients at initialisation, layer by layer, of a stack of `num_layers`

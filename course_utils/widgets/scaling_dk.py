@@ -5,12 +5,13 @@ Every compute function is pure and seeded: the same arguments give the same numb
 and keys have independent standard-normal entries, the assumption of the variance argument.
 Gradients are taken with autograd, so nothing here is an exercise's answer.
 """
-import functools
 import math
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+
+from course_utils.training import one_thread
 
 __all__ = [
     "MODES", "entropy", "measure_score_variance", "saturation_curve",
@@ -20,23 +21,6 @@ __all__ = [
 
 # The two ways of turning raw scores q.k into logits that the demos compare.
 MODES = ("unscaled", "scaled")
-
-
-def _one_thread(fn):
-    """Run fn on one CPU thread, restoring the setting afterwards: these tensors are small, so
-    one thread is as fast (and much faster on a busy machine), and results cannot depend on
-    how many cores there are."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            torch.set_num_threads(threads)
-
-    return wrapper
 
 
 def _divisor(mode, d_k, temperature=1.0):
@@ -55,7 +39,7 @@ def entropy(weights, dim=-1):
     return -(w * torch.log(w.clamp_min(1e-300))).sum(dim=dim)
 
 
-@_one_thread
+@one_thread()
 def measure_score_variance(d_ks, n_pairs=4000, seed=0):
     """Measured variance of q.k and of q.k / sqrt(d_k) for each d_k.
 
@@ -73,7 +57,7 @@ def measure_score_variance(d_ks, n_pairs=4000, seed=0):
     return {"d_k": np.asarray(d_ks, dtype=np.float64), "raw": np.array(raw), "scaled": np.array(scaled)}
 
 
-@_one_thread
+@one_thread()
 def saturation_curve(scales, n=8, seed=0):
     """What happens to one softmax as its logits are multiplied by a growing factor.
 
@@ -96,7 +80,7 @@ def saturation_curve(scales, n=8, seed=0):
             "entropy": np.array(ent), "jacobian_norm": np.array(norm), "n": n}
 
 
-@_one_thread
+@one_thread()
 def projection_gradient_stats(d_ks, n_tokens=16, n_trials=6, seed=0, dead_below=1e-3):
     """How much gradient each token sends to W_Q and W_K, with and without dividing by sqrt(d_k).
 
@@ -135,7 +119,7 @@ def projection_gradient_stats(d_ks, n_tokens=16, n_trials=6, seed=0, dead_below=
     return {key: np.asarray(value) for key, value in out.items()}
 
 
-@_one_thread
+@one_thread()
 def saturation_panel(d_k, temperature=1.0, n_keys=10, n_hist=3000, seed=0):
     """Everything the widget draws for one d_k and temperature, for both modes.
 

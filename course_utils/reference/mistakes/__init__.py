@@ -72,35 +72,42 @@ class Exercise:
                 return problem
         return None
 
+    def run(self, fn, case, guarded=False):
+        """fn's result on one case. Guarded (the student's function): under the forbidden-API
+        guard, with a crash turned into one sentence. Fresh copies of the inputs every time: a
+        function that edits its inputs in place must not change the expected answer.
+        Exercises whose cases are not (args, kwargs), such as modules to build, override this."""
+        args, kwargs = copy.deepcopy(case)
+        if not guarded:
+            return fn(*args, **kwargs)
+        name = f"`{self.function_name}`"
+        return call_without(fn, args, kwargs, forbidden=self.forbidden, exercise=name,
+                            hint=self.crash_hint, name=name)
+
+    def describe_case(self, case):
+        """A few words on a case for messages, e.g. " (d_model=8, num_heads=2)"; empty by default."""
+        return ""
+
     def matching_mistake(self, results):
         """The first catalogued mistake whose outputs equal the student's on every case."""
         for mistake in self.mistakes:
-            if all(
-                self.difference(got, mistake.compute(*copy.deepcopy(args), **copy.deepcopy(kwargs))) is None
-                for (args, kwargs), got in results
-            ):
+            if all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results):
                 return mistake
         return None
 
     def check(self, student_fn):
         """Raise GradingError naming the mistake if `student_fn` is wrong; return None if right."""
         tamper.verify()
-        results = []
-        for args, kwargs in self.cases():
-            # Fresh copies: a function that edits its inputs in place must not change the expected answer.
-            got = call_without(
-                student_fn, copy.deepcopy(args), copy.deepcopy(kwargs), forbidden=self.forbidden,
-                exercise=f"`{self.function_name}`", hint=self.crash_hint, name=f"`{self.function_name}`",
-            )
-            results.append(((args, kwargs), got))
+        results = [(case, self.run(student_fn, case, guarded=True)) for case in self.cases()]
         tamper.verify()
-        for (args, kwargs), got in results:
-            problem = self.difference(got, self.reference(*copy.deepcopy(args), **copy.deepcopy(kwargs)))
+        for case, got in results:
+            problem = self.difference(got, self.run(self.reference, case))
             if problem:
                 mistake = self.matching_mistake(results)
                 if mistake is not None:
                     raise GradingError(f"`{self.function_name}`: {mistake.message}")
-                raise GradingError(f"`{self.function_name}` gives a wrong answer on a hidden test case: {problem}")
+                raise GradingError(f"`{self.function_name}` gives a wrong answer on a hidden test "
+                                   f"case{self.describe_case(case)}: {problem}")
         return None
 
 
