@@ -13,7 +13,6 @@ call (its tests forbid it, and calling `model(images)` goes through it).
 Training runs on one CPU thread (restored afterwards): for models this small one thread is as
 fast as two, and it makes every number repeat exactly from run to run and machine to machine.
 """
-import contextlib
 import math
 import time
 
@@ -22,11 +21,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from course_utils.data import digits as digit_data
-from course_utils.training import progress
+from course_utils.training import one_thread, progress
 
 __all__ = [
     "PreNormBlock", "TinyViT", "run_vit", "attention_maps", "MLP", "SmallCNN", "make_model",
-    "train_classifier", "predict", "accuracy", "data_fraction_sweep", "one_thread",
+    "train_classifier", "predict", "accuracy", "data_fraction_sweep",
 ]
 
 
@@ -151,17 +150,6 @@ def make_model(kind, seed=0, **kwargs):
     """A freshly initialised model ("ViT", "CNN" or "MLP"), the same for the same seed."""
     torch.manual_seed(seed)
     return MODELS[kind](**kwargs)
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Run the enclosed code on one CPU thread, then restore the previous setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def train_classifier(model, x, y, epochs=30, batch_size=64, lr=3e-3, weight_decay=0.05, seed=0,

@@ -159,3 +159,20 @@ def test_the_method_form_of_a_builtin_is_caught_and_restored():
         grading.call_without(via_method, (torch.randn(2, 3),), forbidden=grading.SOFTMAX_BUILTINS)
     assert ("softmax" in vars(torch.Tensor)) == own_before
     assert torch.allclose(torch.randn(2, 3).softmax(-1).sum(-1), torch.ones(2))
+
+
+def test_a_catalogued_mistake_that_crashes_on_a_case_is_simply_not_the_match():
+    from course_utils.reference.mistakes import Exercise, Mistake
+
+    def crashes(x):
+        raise IndexError("this mistake only runs on square inputs")
+
+    exercise = Exercise(
+        grade_id="demo_double", function_name="double", reference=lambda x: 2 * x,
+        make_cases=lambda seed: [((np.arange(3.0),), {})],
+        mistakes=(Mistake("crashy", "never named", crashes), Mistake("triple", "you tripled it", lambda x: 3 * x)),
+    )
+    with pytest.raises(GradingError, match="you tripled it"):
+        exercise.check(lambda x: 3 * x)
+    with pytest.raises(GradingError, match="wrong answer on a hidden test case"):
+        exercise.check(lambda x: 4 * x)

@@ -91,8 +91,11 @@ class Exercise:
     def matching_mistake(self, results):
         """The first catalogued mistake whose outputs equal the student's on every case."""
         for mistake in self.mistakes:
-            if all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results):
-                return mistake
+            try:
+                if all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results):
+                    return mistake
+            except Exception:  # the mistake cannot even run on some case, so it is not this one
+                continue
         return None
 
     def check(self, student_fn):
