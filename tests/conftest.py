@@ -17,6 +17,12 @@ for variable, folder in {
     (_home / folder).mkdir(parents=True, exist_ok=True)
     os.environ[variable] = str(_home / folder)
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # silences a debugger warning in kernels
+# Two pytest workers share two cores. Kernels with two OpenMP threads each oversubscribe them, and
+# OpenMP's spin-waiting then makes small tensor work 20-40x slower; one thread per kernel keeps
+# every test's speed independent of what the other worker is doing. Stored outputs must not
+# depend on the thread count anyway: students' machines have any number of cores.
+os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["MKL_NUM_THREADS"] = "1"
 
 
 def pytest_collection_modifyitems(config, items):
