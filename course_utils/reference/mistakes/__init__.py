@@ -114,6 +114,26 @@ class Exercise:
         return None
 
 
+def mask_scores(scores, mask, mode):
+    """Scores masked the right way ("-inf") or a catalogued wrong way, for mistakes to share.
+
+    Returns (scores, after): `after` is the mask to multiply the weights by after the softmax
+    (mode "after"), else None. Modes: "-inf" (correct), "inverted", "zero" (0 instead of -inf),
+    "after", "ignored". mask is boolean, True = may attend; None leaves the scores alone.
+    """
+    if mask is None or mode == "ignored":
+        return scores, None
+    if mode == "-inf":
+        return scores.masked_fill(~mask, float("-inf")), None
+    if mode == "inverted":
+        return scores.masked_fill(mask, float("-inf")), None
+    if mode == "zero":
+        return scores.masked_fill(~mask, 0.0), None
+    if mode == "after":
+        return scores, mask
+    raise ValueError(f"unknown mask mode {mode!r}")
+
+
 def check(exercises, grade_id, student_fn):
     """Look up an exercise by grade id in a topic's catalogue and check a student's function."""
     return exercises[grade_id].check(student_fn)

@@ -28,7 +28,7 @@ from course_utils import seq2seq
 from course_utils.reference import bahdanau as reference
 from course_utils.reference import bahdanau_exercises as exercises_reference
 from course_utils.reference import mistakes as framework
-from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import Exercise, Mistake, mask_scores
 from course_utils.grading import mismatch
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
@@ -128,14 +128,7 @@ def _attention_variant(swap=False, tanh=True, use_v=True, dim=-1, keep_axis=Fals
         if tanh:
             energy = torch.tanh(energy)
         scores = energy @ v if use_v else energy.sum(dim=-1)
-        after = None
-        if mask is not None:
-            if mask_mode == "-inf":
-                scores = scores.masked_fill(~mask, float("-inf"))
-            elif mask_mode == "inverted":
-                scores = scores.masked_fill(mask, float("-inf"))
-            elif mask_mode == "after":
-                after = mask
+        scores, after = mask_scores(scores, mask, mask_mode)
         if keep_axis:  # scores (B, T, 1), softmax over the axis of size one: every weight is 1
             weights = torch.softmax(scores[:, :, None], dim=-1)[:, :, 0]
         else:

@@ -36,7 +36,7 @@ from course_utils.grading import ATTENTION_BUILTINS, SOFTMAX_BUILTINS
 from course_utils.reference import mistakes as framework
 from course_utils.reference import attention as attention_reference
 from course_utils.reference import self_attention as reference
-from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import Exercise, Mistake, mask_scores
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 
@@ -244,17 +244,7 @@ def _sdpa_variant(scale="sqrt_dk", dim=-1, mask_mode="-inf"):
     def compute(q, k, v, mask=None):
         divisor = {"sqrt_dk": math.sqrt(q.shape[-1]), "none": 1.0, "dk": float(q.shape[-1])}[scale]
         scores = q @ k.transpose(-2, -1) / divisor
-        after = None
-        if mask is not None:
-            if mask_mode == "-inf":
-                scores = scores.masked_fill(~mask, float("-inf"))
-            elif mask_mode == "inverted":
-                scores = scores.masked_fill(mask, float("-inf"))
-            elif mask_mode == "zero":
-                scores = scores.masked_fill(~mask, 0.0)
-            elif mask_mode == "after":
-                after = mask
-            # "ignored": leave the scores alone
+        scores, after = mask_scores(scores, mask, mask_mode)
         weights = torch.softmax(scores, dim=dim)
         if after is not None:
             weights = weights * after
