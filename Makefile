@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # nbgrader runs alembic (and the tests run jupyter) as commands: the environment comes first.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab release test grade bench bundle setup clean execute
+.PHONY: lab release test test-cpus grade bench bundle setup clean execute
 
 setup: $(READY)
 
@@ -35,12 +35,32 @@ release: $(READY)
 	done
 	@echo "released: $(ASSIGNMENTS)"
 
-# Two workers for everything but the sandboxed grading suite (loadscope keeps a notebook's nbval
-# cells in one kernel). That suite runs alone afterwards: it asserts that no sandbox process
-# outlives a batch, and its endless-loop students must not slow other tests down.
+# Three pytest runs; each runs even when an earlier one failed, and `make test` fails if any did.
+# 1. Two workers for everything but the sandboxed grading suite (loadscope keeps a notebook's
+#    nbval cells in one kernel), on this CPU's best kernels with one thread per kernel.
+# 2. The stored notebook outputs again, as another CPU would compute them: PyTorch's portable
+#    kernels (ATEN_CPU_CAPABILITY=default) and two threads, so one worker.
+# 3. The grading suite alone: it asserts that no sandbox process outlives a batch, and its
+#    endless-loop students must not slow other tests down.
+# `make test-cpus` validates the outputs on every capability and thread count (slower).
+OTHER_CPU := ATEN_CPU_CAPABILITY=default COURSE_TEST_THREADS=2
 test: $(READY)
-	$(BIN)/python -m pytest -n 2 --dist loadscope --ignore=tests/grading $(PYTEST_ARGS)
-	$(BIN)/python -m pytest tests/grading $(PYTEST_ARGS)
+	@status=0; \
+	$(BIN)/python -m pytest -n 2 --dist loadscope --ignore=tests/grading $(PYTEST_ARGS) || status=1; \
+	$(OTHER_CPU) $(BIN)/python -m pytest solutions $(PYTEST_ARGS) || status=1; \
+	$(BIN)/python -m pytest tests/grading $(PYTEST_ARGS) || status=1; \
+	[ $$status -eq 0 ] || echo "make test: at least one of the three pytest runs failed (see above)"; \
+	exit $$status
+
+CAPABILITIES ?= default avx2 native
+test-cpus: $(READY)
+	@status=0; \
+	for cap in $(CAPABILITIES); do for threads in 1 2; do \
+	  echo "== nbval with ATEN_CPU_CAPABILITY=$$cap, $$threads thread(s)"; \
+	  if [ $$cap = native ]; then unset ATEN_CPU_CAPABILITY; else export ATEN_CPU_CAPABILITY=$$cap; fi; \
+	  COURSE_TEST_THREADS=$$threads $(BIN)/python -m pytest solutions -q $(PYTEST_ARGS) || status=1; \
+	done; done; \
+	exit $$status
 
 # make grade SUBMISSIONS=path/to/folder-or.zip [OUT=grades] [ARGS="--jobs 2"]
 OUT ?= grading-results

@@ -1,11 +1,25 @@
 """Test set-up for the whole run (tests/ and the notebooks nbval collects from solutions/):
-Jupyter, IPython and matplotlib must not write into the real $HOME; kernels use one thread."""
+Jupyter, IPython and matplotlib must not write into the real $HOME; kernels use a known number
+of threads; nbval compares numbers that come out of training with a tolerance."""
+import atexit
 import os
 import pathlib
+import shutil
 import tempfile
 
+from tests import nbval_tolerance
 
-_home = pathlib.Path(tempfile.mkdtemp(prefix="course-test-home-"))
+# One temporary root per test run, removed when the process that made it ends. pytest-xdist's
+# workers (and pytest runs started by tests) inherit it through the environment and take a
+# private subfolder each, so nothing piles up in the system temp folder.
+_ROOT_VARIABLE = "COURSE_TEST_TMP_ROOT"
+if os.environ.get(_ROOT_VARIABLE) and os.path.isdir(os.environ[_ROOT_VARIABLE]):
+    _root = pathlib.Path(os.environ[_ROOT_VARIABLE])
+else:
+    _root = pathlib.Path(tempfile.mkdtemp(prefix="course-test-home-"))
+    os.environ[_ROOT_VARIABLE] = str(_root)
+    atexit.register(shutil.rmtree, _root, ignore_errors=True)
+_home = pathlib.Path(tempfile.mkdtemp(prefix=f"process-{os.getpid()}-", dir=_root))
 for variable, folder in {
     "HOME": "home",
     "JUPYTER_CONFIG_DIR": "jupyter-config",
@@ -20,6 +34,20 @@ os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # silences a debugger warnin
 # Two pytest workers share two cores. Kernels with two OpenMP threads each oversubscribe them, and
 # OpenMP's spin-waiting then makes small tensor work 20-40x slower; one thread per kernel keeps
 # every test's speed independent of what the other worker is doing. Stored outputs must not
-# depend on the thread count anyway: students' machines have any number of cores.
-os.environ["OMP_NUM_THREADS"] = "1"
-os.environ["MKL_NUM_THREADS"] = "1"
+# depend on the thread count: `make test` also validates them with 2 threads (one worker), which
+# COURSE_TEST_THREADS sets.
+_threads = os.environ.get("COURSE_TEST_THREADS", "1")
+os.environ["OMP_NUM_THREADS"] = _threads
+os.environ["MKL_NUM_THREADS"] = _threads
+
+nbval_tolerance.install()
+
+
+def pytest_report_header(config):
+    """Which CPU kernels and how many threads this run used: read first when a number differs."""
+    import torch
+
+    forced = os.environ.get("ATEN_CPU_CAPABILITY")
+    return (f"torch {torch.__version__}: CPU capability {torch.backends.cpu.get_cpu_capability()}"
+            f" ({'forced by ATEN_CPU_CAPABILITY' if forced else 'the machine best'}),"
+            f" {_threads} thread(s) per kernel, {os.cpu_count()} cores")
