@@ -116,7 +116,13 @@ def _imported_directly(fn, entries):
 def describe_arguments(args, kwargs):
     """Arguments as a student reads them: arrays by their shape, the rest by their value."""
     def one(value):
-        return f"shape {tuple(value.shape)}" if hasattr(value, "shape") else repr(value)
+        if hasattr(value, "shape"):
+            return f"shape {tuple(value.shape)}"
+        text = repr(value)
+        # A model or an object prints pages, with memory addresses: its type says enough.
+        if "\n" in text or " at 0x" in text or len(text) > 60:
+            return f"a {type(value).__name__}"
+        return text
 
     return ", ".join([one(a) for a in args] + [f"{name}={one(v)}" for name, v in (kwargs or {}).items()])
 

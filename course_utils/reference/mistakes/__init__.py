@@ -17,10 +17,61 @@ notebook's test cell, must fail it with its own message.
 """
 import copy
 import dataclasses
+import inspect
 import zlib
 from typing import Callable, Sequence
 
+import numpy as np
+import torch
+
 from course_utils.grading import GradingError, call_without, mismatch, tamper
+
+# A float32 (or half) result carries about 7 significant digits, and how they round depends on
+# the order of the additions, which depends on the CPU's kernels. Such results are compared with
+# at least these tolerances, relative to the size of the expected values.
+FLOAT32_RTOL = 1e-4
+FLOAT32_ATOL = 1e-5
+
+
+def _low_precision(value):
+    dtype = getattr(value, "dtype", None)
+    return dtype in (torch.float32, torch.float16, torch.bfloat16, np.float32, np.float16)
+
+
+def _equal_inputs(before, after):
+    """True when a function left an input as it was (tensors and arrays compared exactly)."""
+    if isinstance(before, torch.Tensor):
+        return (isinstance(after, torch.Tensor) and before.shape == after.shape and before.dtype == after.dtype
+                and bool(torch.equal(torch.nan_to_num(before.detach(), nan=0.0), torch.nan_to_num(after.detach(), nan=0.0))
+                         and torch.equal(before.isnan(), after.isnan())
+                         if before.is_floating_point() else torch.equal(before, after)))
+    if isinstance(before, np.ndarray):
+        return isinstance(after, np.ndarray) and before.shape == after.shape and bool(
+            np.array_equal(before, after, equal_nan=before.dtype.kind in "fc"))
+    if isinstance(before, (list, tuple)):
+        return isinstance(after, (list, tuple)) and len(before) == len(after) and all(
+            _equal_inputs(b, a) for b, a in zip(before, after))
+    if isinstance(before, dict):
+        return isinstance(after, dict) and before.keys() == after.keys() and all(
+            _equal_inputs(before[k], after[k]) for k in before)
+    return True  # numbers, strings, callables, modules: not something a student edits in place
+
+
+def changed_argument(fn, case, called_with):
+    """The name of the first argument `fn` modified in place (comparing the untouched case with
+    the copies it was called with), or None."""
+    (args, kwargs), (new_args, new_kwargs) = case, called_with
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    for i, (before, after) in enumerate(zip(args, new_args)):
+        if not _equal_inputs(before, after):
+            return names[i] if i < len(names) else f"number {i + 1}"
+    for name, before in kwargs.items():
+        if not _equal_inputs(before, new_kwargs.get(name)):
+            return name
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,10 +115,24 @@ class Exercise:
             )
         return tuple(result)
 
+    def tolerances(self, got, expected):
+        """(atol, rtol) for comparing one output: the exercise's own, widened to what float32
+        can hold when the student's result is float32 (the exercise's dtype is stated in its
+        prompt; a correct float32 answer must not fail on the CPU's rounding)."""
+        if not _low_precision(got):
+            return self.atol, self.rtol
+        try:
+            scale = float(np.max(np.abs(np.asarray(expected.detach() if hasattr(expected, "detach") else expected,
+                                                   dtype=np.float64)), initial=1.0))
+        except (TypeError, ValueError):
+            scale = 1.0
+        return max(self.atol, FLOAT32_ATOL * scale), max(self.rtol, FLOAT32_RTOL)
+
     def difference(self, got, expected):
         """None if the outputs agree, else a sentence about the first output that differs."""
         for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
-            problem = mismatch(g, e, atol=self.atol, rtol=self.rtol, name=name)
+            atol, rtol = self.tolerances(g, e)
+            problem = mismatch(g, e, atol=atol, rtol=rtol, name=name)
             if problem:
                 return problem
         return None
@@ -81,8 +146,14 @@ class Exercise:
         if not guarded:
             return fn(*args, **kwargs)
         name = f"`{self.function_name}`"
-        return call_without(fn, args, kwargs, forbidden=self.forbidden, exercise=name,
-                            hint=self.crash_hint, name=name)
+        result = call_without(fn, args, kwargs, forbidden=self.forbidden, exercise=name,
+                              hint=self.crash_hint, name=name)
+        changed = changed_argument(fn, case, (args, kwargs))
+        if changed is not None:
+            raise GradingError(
+                f"{name} changed its input `{changed}` in place; it must leave its arguments as they "
+                "were (compute new tensors or arrays instead of writing into the ones passed in).")
+        return result
 
     def describe_case(self, case):
         """A few words on a case for messages, e.g. " (d_model=8, num_heads=2)"; empty by default."""
