@@ -58,6 +58,15 @@ def assert_finite(value, name="your result", hint=""):
         )
 
 
+def _distinct(a, b):
+    """a and b printed with as many significant digits as it takes to tell them apart."""
+    for digits in range(6, 18):
+        left, right = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if left != right:
+            return left, right
+    return f"{a!r}", f"{b!r}"
+
+
 def mismatch(actual, expected, atol=1e-5, rtol=1e-4, name="your result"):
     """None when actual is close to expected, otherwise a sentence saying how it differs."""
     a, e = to_numpy(actual), to_numpy(expected)
@@ -68,14 +77,18 @@ def mismatch(actual, expected, atol=1e-5, rtol=1e-4, name="your result"):
     close = tamper.original("numpy:isclose")(a, e, rtol=rtol, atol=atol, equal_nan=True)
     if close.all():
         return None
+    if a.ndim == 0:
+        got, wanted = _distinct(float(a), float(e))
+        return f"{name} is {got}, but it should be {wanted}."
     error = np.where(np.isnan(a) != np.isnan(e), np.inf, np.abs(np.nan_to_num(a - e)))
     error = np.where(close, 0.0, error)
     where = np.unravel_index(int(np.argmax(error)), a.shape)
     where = tuple(int(i) for i in where)
     share = (~close).mean()
+    got, wanted = _distinct(float(a[where]), float(e[where]))
     return (
-        f"{name} differs from the expected values in {share:.0%} of its entries; "
-        f"the largest difference is at index {where}: got {a[where]:.6g}, expected {e[where]:.6g}."
+        f"{name}: {share:.0%} of the entries differ from the expected values; "
+        f"the largest difference is at index {where}: got {got}, expected {wanted}."
     )
 
 

@@ -69,3 +69,24 @@ def test_causality_check():
     grading.assert_causal(lambda x: torch.cumsum(x, dim=-2), x)
     leaky = lambda x: x + x.mean(dim=-2, keepdim=True)
     assert "looks into the future" in fails(grading.assert_causal, leaky, x)
+
+
+def test_mismatch_prints_as_many_digits_as_it_takes_to_see_the_difference():
+    from course_utils.grading.checks import mismatch
+    message = mismatch([2.364961], [2.364963], atol=0, rtol=1e-9, name="your result")
+    assert "got 2.364961, expected 2.364963" in message
+
+
+def test_mismatch_of_a_single_number_has_no_empty_index_and_agrees_with_a_plural_name():
+    from course_utils.grading.checks import mismatch
+    assert mismatch(13, 15, name="your receptive field") == "your receptive field is 13, but it should be 15."
+    message = mismatch([1.0, 2.0], [1.0, 3.0], name="your weights")
+    assert message.startswith("your weights: 50% of the entries differ")
+
+
+def test_a_failing_hidden_case_of_short_arguments_is_written_as_the_call():
+    from course_utils.reference.mistakes import causal_cnn
+    exercise = causal_cnn.EXERCISES["causal_cnn_receptive_field"]
+    case = exercise.cases()[0]
+    described = exercise.describe_case(case)
+    assert described.startswith(" (receptive_field(") and "shape" not in described

@@ -48,8 +48,9 @@ def solved_namespace(notebook):
     return _namespaces[notebook.path]
 
 
-def run_test_cell(notebook, exercise, function, source=None):
+def run_test_cell(notebook, exercise, function, source=None, extra=None):
     namespace = dict(solved_namespace(notebook))
+    namespace.update(extra or {})
     namespace[spec(exercise).function_name] = function
     exec(compile(source or exercise.test_source, f"{exercise.grade_id}_tests", "exec"), namespace)
 
