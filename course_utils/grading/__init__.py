@@ -17,7 +17,14 @@ from .checks import (
     to_numpy,
 )
 from .errors import GradingError, TamperError, install_notebook_display
-from .guards import ATTENTION_BUILTINS, SOFTMAX_BUILTINS, call_without
+from .guards import (
+    ATTENTION_BUILTINS,
+    AUTOGRAD_BUILTINS,
+    CONV_BUILTINS,
+    SOFTMAX_BUILTINS,
+    UNFOLD_BUILTINS,
+    call_without,
+)
 from .properties import assert_causal, assert_permutation_equivariant
 
 tamper.capture()
@@ -26,5 +33,6 @@ install_notebook_display()
 __all__ = [
     "GradingError", "TamperError", "assert_close", "assert_finite", "assert_shape",
     "assert_sums_to_one", "assert_true", "assert_type", "mismatch", "to_numpy", "call_without",
-    "ATTENTION_BUILTINS", "SOFTMAX_BUILTINS", "assert_causal", "assert_permutation_equivariant",
+    "ATTENTION_BUILTINS", "AUTOGRAD_BUILTINS", "CONV_BUILTINS", "SOFTMAX_BUILTINS", "UNFOLD_BUILTINS",
+    "assert_causal", "assert_permutation_equivariant",
 ]

@@ -1,16 +1,27 @@
 """The forbidden-API guard: an exercise that asks you to build X fails if you call X.
 
-Two nets catch it. While the student's function runs, each forbidden function is replaced by a
-recorder that calls the original (so the function finishes and the message can be precise);
-and the function's own global names are checked for a forbidden object imported directly
-(`from torch.nn.functional import scaled_dot_product_attention as sdpa`). Any function of
-`course_utils.reference` counts as forbidden too: the reference is the answer.
+An exercise forbids what a function *is*, not one name for it. Three nets catch it:
+
+* while the student's function runs, each forbidden function is replaced by a recorder that
+  calls the original (so the function finishes and the message can be precise), under every
+  name it has: the same object is looked up in the namespaces where PyTorch, SciPy and
+  scikit-learn expose their functions (`torch.conv2d` is `torch.nn.functional.conv2d`);
+* the function's own global names are checked for a forbidden object imported directly
+  (`from torch.nn.functional import scaled_dot_product_attention as sdpa`);
+* entries of the form "aten::op" forbid a PyTorch operator whatever Python name reaches it
+  (`torch.special.softmax`, `torch._softmax`, `F.softmin(-x)`, `torch._C.TensorBase.softmax`,
+  `torch.ops.aten._softmax` all run `aten::_softmax`): a dispatch mode records it.
+
+Only the outermost forbidden call is reported (`torch.func.jacrev` runs `torch.autograd.grad`
+inside: the student used jacrev). Any function of `course_utils.reference` counts as
+forbidden too: the reference is the answer.
 """
 import contextlib
 import functools
 import importlib
 import os
 import sys
+import threading
 import traceback
 
 from . import tamper
@@ -27,22 +38,152 @@ SOFTMAX_BUILTINS = (
     "torch:Tensor.log_softmax",
     "torch.nn.functional:softmax",
     "torch.nn.functional:log_softmax",
+    "torch.nn.functional:softmin",  # softmin(-x) is softmax(x)
     "torch:log_softmax",
+    "torch:_softmax",
+    "torch:_log_softmax",
+    "torch.special:softmax",
+    "torch.special:log_softmax",
     "scipy.special:softmax",
+    "scipy.special:log_softmax",
+    "sklearn.utils.extmath:softmax",
+    "aten::_softmax",  # any other name of the same operator (nn.Softmax, torch.ops.aten, ...)
+    "aten::_log_softmax",
 )
+# Automatic differentiation: an exercise that asks for a derivative by hand forbids them all.
+AUTOGRAD_BUILTINS = (
+    "torch.autograd:grad",
+    "torch.autograd:backward",
+    "torch:Tensor.backward",
+    "torch.autograd:_engine_run_backward",  # where every reverse-mode route ends up
+    "torch.autograd.functional:jacobian",
+    "torch.autograd.functional:hessian",
+    "torch.autograd.functional:vjp",
+    "torch.autograd.functional:jvp",
+    "torch.autograd.functional:vhp",
+    "torch.autograd.functional:hvp",
+    "torch.autograd.forward_ad:make_dual",
+    "torch.func:jacrev",
+    "torch.func:jacfwd",
+    "torch.func:vjp",
+    "torch.func:jvp",
+    "torch.func:grad",
+    "torch.func:grad_and_value",
+    "torch.func:hessian",
+    "torch.func:linearize",
+)
+# A 2-D convolution, under any name (F.conv2d is torch.conv2d; nn.Conv2d calls it).
+CONV_BUILTINS = (
+    "torch.nn.functional:conv2d",
+    "torch.nn:Conv2d",
+    "torch:convolution",
+    "torch:_convolution",
+    "aten::convolution",
+    "aten::_convolution",
+)
+# Cutting sliding blocks out of an image (im2col): F.unfold and nn.Unfold. (Tensor.unfold, a
+# strided view of one axis, is a different function.)
+UNFOLD_BUILTINS = (
+    "torch.nn.functional:unfold",
+    "torch.nn:Unfold",
+    "aten::im2col",
+)
+
+# Modules that are slow to import are looked at only once something has imported them (a
+# student who calls them has imported them in an earlier cell).
+_ONLY_IF_LOADED = ("sklearn",)
+
+# Where functions live under other names: a forbidden object found here is forbidden here too.
+_NAMESPACES = (
+    "torch", "torch.functional", "torch.nn.functional", "torch.special", "torch.nn", "torch.Tensor",
+    "torch._C._nn", "torch._C._special", "torch.autograd", "torch.autograd.functional",
+    "torch.autograd.graph", "torch.func", "torch._functorch.eager_transforms", "torch._functorch.apis",
+    "scipy.special", "scipy.special._logsumexp", "sklearn.utils.extmath",
+)
+
+
+def _is_op(entry):
+    return "::" in entry
+
+
+def _import(module_name):
+    if module_name.startswith(_ONLY_IF_LOADED) and module_name not in sys.modules:
+        return None
+    try:
+        return importlib.import_module(module_name)
+    except ImportError:  # scipy may be absent: nothing to forbid then
+        return None
+
+
+def _namespace(name):
+    """A module, or a class inside one ("torch.Tensor"), or None."""
+    module = _import(name)
+    if module is not None:
+        return module
+    parent, _, attr = name.rpartition(".")
+    holder = _import(parent) if parent else None
+    return getattr(holder, attr, None) if holder is not None else None
 
 
 def _resolve(entry):
     """"module:attr" or "module:Class.method" -> (the object holding it, its name, the object)."""
+    if _is_op(entry):
+        return None, None, None
     module_name, path = entry.split(":")
-    try:
-        holder = importlib.import_module(module_name)
-    except ImportError:  # scipy may be absent: nothing to forbid then
+    holder = _import(module_name)
+    if holder is None:
         return None, None, None
     *parents, attr = path.split(".")
     for parent in parents:
         holder = getattr(holder, parent)
     return holder, attr, getattr(holder, attr, None)
+
+
+def _label(holder, attr):
+    if isinstance(holder, type):
+        return f"{holder.__module__}.{holder.__qualname__}.{attr}"
+    return f"{holder.__name__}.{attr}"
+
+
+def _find_aliases(entries):
+    """(holder, attr, obj, label) for every name of every forbidden object: the entry itself,
+    then the same object under other names in _NAMESPACES. Cached per tuple of entries (the
+    objects are PyTorch's, SciPy's and scikit-learn's own, which nothing may replace)."""
+    entries = tuple(entries)
+    found, seen = [], set()
+    targets = {}
+    for entry in entries:
+        holder, attr, obj = _resolve(entry)
+        if obj is None or (id(holder), attr) in seen:
+            continue
+        seen.add((id(holder), attr))
+        label = entry.replace(":", ".")
+        found.append((holder, attr, obj, label))
+        targets.setdefault(id(obj), label)
+    for name in _NAMESPACES:
+        space = _namespace(name)
+        if space is None:
+            continue
+        try:
+            items = list(vars(space).items())
+        except TypeError:
+            continue
+        for attr, value in items:
+            if id(value) in targets and (id(space), attr) not in seen:
+                seen.add((id(space), attr))
+                found.append((space, attr, value, _label(space, attr)))
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_aliases(entries, loaded):
+    return _find_aliases(entries)
+
+
+def _aliases(entries):
+    """_find_aliases, cached per tuple of entries and per set of optional modules loaded."""
+    loaded = tuple(m for m in _ONLY_IF_LOADED if m in sys.modules)
+    return _cached_aliases(tuple(entries), loaded)
 
 
 def _reference_functions():
@@ -62,6 +203,27 @@ def _is_reference(fn):
     return getattr(fn, "__module__", "").startswith("course_utils.reference")
 
 
+_state = threading.local()
+
+
+def _depth():
+    return getattr(_state, "depth", 0)
+
+
+def _op_mode(ops, called):
+    """A dispatch mode recording the forbidden operators run outside any recorded call."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class ForbiddenOps(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.name() if hasattr(func, "name") else str(func)
+            if _depth() == 0 and name.split(".")[0] in ops:
+                called.append(f"{name.split('.')[0].replace('::', '.')} (the operator, whatever you called it)")
+            return func(*args, **(kwargs or {}))
+
+    return ForbiddenOps()
+
+
 @contextlib.contextmanager
 def _recording(entries, called, forbid_reference=True):
     patched = []
@@ -69,24 +231,35 @@ def _recording(entries, called, forbid_reference=True):
     def recorder(label, original):
         @functools.wraps(original)
         def wrapper(*args, **kwargs):
-            called.append(label)
-            return original(*args, **kwargs)
+            if _depth() == 0:
+                called.append(label)
+            _state.depth = _depth() + 1
+            try:
+                return original(*args, **kwargs)
+            finally:
+                _state.depth -= 1
         return wrapper
 
+    ops = {entry for entry in entries if _is_op(entry)}
+    wanted = [(holder, attr, obj, label) for holder, attr, obj, label in _aliases(entries)
+              if getattr(holder, attr, None) is obj]
+    if forbid_reference:
+        wanted += [(module, attr, value, _label(module, attr)) for module, attr, value in _reference_functions()]
     try:
-        for entry in entries:
-            holder, attr, obj = _resolve(entry)
-            if obj is not None:
-                patched.append((holder, attr, obj, attr in vars(holder)))
-        if forbid_reference:
-            for module, attr, value in _reference_functions():
-                patched.append((module, attr, value, True))
-        for holder, attr, obj, _ in patched:
-            label = f"{holder.__module__}.{holder.__qualname__}" if isinstance(holder, type) else holder.__name__
-            setattr(holder, attr, recorder(f"{label}.{attr}", obj))
-        yield
+        for holder, attr, obj, label in wanted:
+            own = attr in vars(holder)
+            try:
+                setattr(holder, attr, recorder(label, obj))
+            except (AttributeError, TypeError):  # a read-only namespace: the other nets remain
+                continue
+            patched.append((holder, attr, obj, own))
+        if ops:
+            with _op_mode(ops, called):
+                yield
+        else:
+            yield
     finally:
-        for holder, attr, obj, own in patched:
+        for holder, attr, obj, own in reversed(patched):
             if own:
                 setattr(holder, attr, obj)
             else:  # inherited (a method of a base class): remove our override
@@ -94,7 +267,9 @@ def _recording(entries, called, forbid_reference=True):
 
 
 def _imported_directly(fn, entries):
-    forbidden = {id(obj): entry.replace(":", ".") for entry in entries for *_, obj in [_resolve(entry)] if obj is not None}
+    forbidden = {}
+    for *_, obj, label in _aliases(entries):
+        forbidden.setdefault(id(obj), label)
     if not _is_reference(fn):
         for _, attr, value in _reference_functions():
             forbidden[id(value)] = f"{value.__module__}.{attr}"
@@ -109,6 +284,13 @@ def _imported_directly(fn, entries):
     for name in sorted(names):
         value = getattr(fn, "__globals__", {}).get(name)
         if value is not None and id(value) in forbidden:
+            found.append(forbidden[id(value)])
+    for cell in getattr(fn, "__closure__", None) or ():  # a forbidden object held by a closure
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if id(value) in forbidden:
             found.append(forbidden[id(value)])
     return found
 

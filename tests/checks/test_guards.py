@@ -176,3 +176,174 @@ def test_a_catalogued_mistake_that_crashes_on_a_case_is_simply_not_the_match():
         exercise.check(lambda x: 3 * x)
     with pytest.raises(GradingError, match="wrong answer on a hidden test case"):
         exercise.check(lambda x: 4 * x)
+
+
+# ---------------------------------------------------------------------------------------------
+# A forbidden route is forbidden under every name it has: the same object under another module's
+# name, the same operator under another function, and (for derivatives) every autograd entry.
+
+def _softmax_routes():
+    import scipy.special
+
+    return {
+        "torch.softmax": lambda z: torch.softmax(z, -1),
+        "Tensor.softmax": lambda z: z.softmax(-1),
+        "F.softmax": lambda z: F.softmax(z, dim=-1),
+        "F.log_softmax": lambda z: F.log_softmax(z, dim=-1).exp(),
+        "F.softmin": lambda z: F.softmin(-z, dim=-1),
+        "torch.special.softmax": lambda z: torch.special.softmax(z, -1),
+        "torch.special.log_softmax": lambda z: torch.special.log_softmax(z, -1).exp(),
+        "torch._softmax": lambda z: torch._softmax(z, -1, False),
+        "TensorBase.softmax": lambda z: torch._C.TensorBase.softmax(z, -1),
+        "torch.ops.aten._softmax": lambda z: torch.ops.aten._softmax(z, -1, False),
+        "nn.Softmax": lambda z: torch.nn.Softmax(dim=-1)(z),
+        "scipy.special.softmax": lambda z: torch.as_tensor(scipy.special.softmax(z.numpy(), axis=-1)),
+        "scipy.special.log_softmax": lambda z: torch.as_tensor(np.exp(scipy.special.log_softmax(z.numpy(), axis=-1))),
+    }
+
+
+@pytest.mark.parametrize("route", list(_softmax_routes()))
+def test_every_name_of_softmax_is_caught(route):
+    cheat = _softmax_routes()[route]
+    with pytest.raises(GradingError, match="off limits"):
+        grading.call_without(cheat, (torch.randn(3, 4),), forbidden=grading.SOFTMAX_BUILTINS)
+    assert torch.allclose(torch.softmax(torch.zeros(2), -1), torch.full((2,), 0.5))  # restored
+
+
+def test_softmax_from_scikit_learn_is_caught_once_imported():
+    from sklearn.utils.extmath import softmax as sk_softmax
+
+    def cheat(z):
+        return sk_softmax(z.copy())
+
+    with pytest.raises(GradingError, match="sklearn.utils.extmath.softmax"):
+        grading.call_without(cheat, (np.random.default_rng(0).standard_normal((3, 4)),),
+                             forbidden=grading.SOFTMAX_BUILTINS)
+
+
+def test_a_softmax_built_from_exp_passes_the_softmax_guard():
+    def honest_softmax(z):
+        e = torch.exp(z - z.amax(-1, keepdim=True))
+        return e / e.sum(-1, keepdim=True)
+
+    z = torch.randn(3, 4, requires_grad=True)
+    out = grading.call_without(honest_softmax, (z,), forbidden=grading.SOFTMAX_BUILTINS)
+    out.sum().backward()  # the guard is gone: its backward may run anything
+    assert torch.allclose(out, torch.softmax(z, -1))
+
+
+_images = torch.randn(2, 3, 8, 8, dtype=torch.float64)
+_kernel = torch.randn(4, 3, 2, 2, dtype=torch.float64)
+
+
+def _conv_routes():
+    return {
+        "F.conv2d": lambda x, w: F.conv2d(x, w, stride=2),
+        "torch.conv2d": lambda x, w: torch.conv2d(x, w, stride=2),
+        "torch._C._VariableFunctions.conv2d": lambda x, w: torch._C._VariableFunctions.conv2d(x, w, stride=2),
+        "torch.convolution": lambda x, w: torch.convolution(x, w, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1),
+        "torch.ops.aten.convolution": lambda x, w: torch.ops.aten.convolution(
+            x, w, None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1),
+        "nn.Conv2d": lambda x, w: torch.nn.Conv2d(3, 4, 2, stride=2, bias=False).double()(x),
+        "nn.modules.conv.Conv2d": lambda x, w: torch.nn.modules.conv.Conv2d(3, 4, 2, stride=2).double()(x),
+        "nn.LazyConv2d": lambda x, w: torch.nn.LazyConv2d(4, 2, stride=2).double()(x),
+    }
+
+
+@pytest.mark.parametrize("route", list(_conv_routes()))
+def test_every_name_of_the_convolution_is_caught(route):
+    with pytest.raises(GradingError, match="off limits"):
+        grading.call_without(_conv_routes()[route], (_images, _kernel), forbidden=grading.CONV_BUILTINS)
+
+
+def _unfold_routes():
+    return {
+        "F.unfold": lambda x: F.unfold(x, 2, stride=2),
+        "nn.Unfold": lambda x: torch.nn.Unfold(2, stride=2)(x),
+        "torch._C._nn.im2col": lambda x: torch._C._nn.im2col(x, [2, 2], [1, 1], [0, 0], [2, 2]),
+        "torch.ops.aten.im2col": lambda x: torch.ops.aten.im2col(x, [2, 2], [1, 1], [0, 0], [2, 2]),
+    }
+
+
+@pytest.mark.parametrize("route", list(_unfold_routes()))
+def test_every_name_of_unfold_is_caught(route):
+    with pytest.raises(GradingError, match="off limits"):
+        grading.call_without(_unfold_routes()[route], (_images,), forbidden=grading.UNFOLD_BUILTINS)
+
+
+def test_reshapes_and_the_strided_view_pass_the_image_guards():
+    def patches_by_view(x):  # Tensor.unfold is a strided view of one axis, not im2col: allowed
+        return x.unfold(2, 2, 2).unfold(3, 2, 2).permute(0, 2, 3, 1, 4, 5).reshape(2, 16, 12)
+
+    def patches_by_reshape(x):
+        return x.reshape(2, 3, 4, 2, 4, 2).permute(0, 2, 4, 1, 3, 5).reshape(2, 16, 12)
+
+    forbidden = grading.CONV_BUILTINS + grading.UNFOLD_BUILTINS
+    a = grading.call_without(patches_by_view, (_images,), forbidden=forbidden)
+    b = grading.call_without(patches_by_reshape, (_images,), forbidden=forbidden)
+    assert torch.equal(a, b)
+
+
+def _softmax_of(t):
+    return torch.exp(t) / torch.exp(t).sum(-1, keepdim=True)
+
+
+def _jacobian_by_grad(z):
+    z = z.clone().requires_grad_(True)
+    s = _softmax_of(z)
+    return torch.stack([torch.autograd.grad(s[..., i].sum(), z, retain_graph=True)[0]
+                        for i in range(s.shape[-1])], dim=-2)
+
+
+def _jacobian_by_backward(z):
+    rows = []
+    for i in range(z.shape[-1]):
+        leaf = z.clone().requires_grad_(True)
+        _softmax_of(leaf)[..., i].sum().backward()
+        rows.append(leaf.grad)
+    return torch.stack(rows, dim=-2)
+
+
+def _jacobian_by_engine(z):
+    leaf = z.clone().requires_grad_(True)
+    out = _softmax_of(leaf)[..., 0].sum()
+    torch.autograd.backward(out)
+    return leaf.grad
+
+
+def _jacobian_by_forward_mode(z):
+    import torch.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(z, torch.ones_like(z))
+        return fwAD.unpack_dual(_softmax_of(dual)).tangent
+
+
+def _autograd_routes():
+    return {
+        "torch.autograd.grad": _jacobian_by_grad,
+        "Tensor.backward": _jacobian_by_backward,
+        "torch.autograd.backward": _jacobian_by_engine,
+        "torch.autograd.functional.jacobian": lambda z: torch.autograd.functional.jacobian(_softmax_of, z),
+        "torch.func.jacrev": lambda z: torch.func.jacrev(_softmax_of)(z),
+        "torch.func.jacfwd": lambda z: torch.func.jacfwd(_softmax_of)(z),
+        "torch.func.vjp": lambda z: torch.func.vjp(_softmax_of, z)[1](torch.ones_like(z))[0],
+        "torch.func.hessian": lambda z: torch.func.hessian(lambda t: _softmax_of(t).sum())(z),
+        "torch._functorch.eager_transforms.jacrev": lambda z: torch._functorch.eager_transforms.jacrev(_softmax_of)(z),
+        "forward-mode make_dual": _jacobian_by_forward_mode,
+    }
+
+
+@pytest.mark.parametrize("route", list(_autograd_routes()))
+def test_every_autograd_route_is_caught(route):
+    with pytest.raises(GradingError, match="off limits"):
+        grading.call_without(_autograd_routes()[route], (torch.randn(5, dtype=torch.float64),),
+                             forbidden=grading.AUTOGRAD_BUILTINS)
+    assert torch.autograd.grad((torch.ones(1, requires_grad=True) * 2).sum(),
+                               [torch.ones(1, requires_grad=True)], allow_unused=True) == (None,)
+
+
+def test_only_the_outermost_forbidden_call_is_named():
+    with pytest.raises(GradingError) as failure:
+        grading.call_without(lambda z: torch.autograd.functional.jacobian(_softmax_of, z),
+                             (torch.randn(4, dtype=torch.float64),), forbidden=grading.AUTOGRAD_BUILTINS)
+    assert "uses torch.autograd.functional.jacobian:" in str(failure.value)

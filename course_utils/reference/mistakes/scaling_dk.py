@@ -11,6 +11,7 @@ import math
 import numpy as np
 import torch
 
+from course_utils.grading import AUTOGRAD_BUILTINS
 from course_utils.reference import scaling_dk as reference
 from course_utils.reference.mistakes import Exercise, Mistake
 from course_utils.reference.mistakes import check as _check
@@ -21,12 +22,8 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 # every mistake below fails a visible worked example or property).
 HIDDEN_ONLY = set()
 
-JACOBIAN_BUILTINS = (
-    "torch.autograd.functional:jacobian",
-    "torch.autograd:grad",
-    "torch.func:jacrev",
-    "torch.func:jacfwd",
-)
+# Every route to a derivative by automatic differentiation (the guard knows their other names).
+JACOBIAN_BUILTINS = AUTOGRAD_BUILTINS
 
 
 # ----------------------------------------------------------------------------------------

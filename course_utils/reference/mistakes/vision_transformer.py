@@ -18,6 +18,7 @@ Why the cases look the way they do:
 import torch
 from torch.nn import functional as F
 
+from course_utils.grading import CONV_BUILTINS, UNFOLD_BUILTINS
 from course_utils.reference import mistakes as framework
 from course_utils.reference import vision_transformer as reference
 from course_utils.reference.mistakes import Exercise, Mistake
@@ -27,8 +28,6 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 # Every catalogued mistake also fails the visible tests.
 HIDDEN_ONLY = set()
 
-UNFOLD_BUILTINS = ("torch.nn.functional:unfold", "torch.nn:Unfold")
-CONV_BUILTINS = ("torch.nn.functional:conv2d", "torch.nn:Conv2d")
 FORWARD_BUILTINS = ("course_utils.vit_model:run_vit",)
 
 
