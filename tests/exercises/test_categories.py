@@ -3,7 +3,9 @@
 The catalogues name the mistakes students make in one exercise; these tests cover whole
 categories for every exercise whose answer is a function (notebooks added later included):
 - an answer that is right but writes into its inputs must fail, saying so;
-- an answer computed in float32 must pass (the exercise's tolerance widens to what float32 holds).
+- an answer computed in float32 must pass (the exercise's tolerance widens to what float32 holds);
+- a later exercise keeps its points when an earlier one is answered with a catalogued mistake;
+- a result of the wrong kind (NumPy for a tensor, a float for an int count) fails with a sentence.
 """
 import functools
 
@@ -86,3 +88,62 @@ def test_a_correct_answer_in_float32_passes(notebook, exercise):
         pytest.skip("the inputs include a model whose dtype the answer must follow")
     solution = solved_namespace(notebook)[s.function_name]
     run_test_cell(notebook, exercise, _in_float32(solution))
+
+
+def _independent_pairs():
+    """(notebook, exercise E, alternative of E, name of another exercise's function D) where the
+    alternative does not call D: E's tests must then not depend on D's answer."""
+    from tests.exercises.test_mutations import alternatives
+    out = []
+    for notebook, exercise in EXERCISES:
+        others = [spec(other) for nb, other in EXERCISES if nb is notebook and other.grade_id != exercise.grade_id]
+        for i, alternative in enumerate(alternatives(exercise)):
+            used = set(getattr(getattr(alternative, "__code__", None), "co_names", ()))
+            for other in others:
+                if other.mistakes and other.function_name not in used:
+                    out.append(pytest.param(notebook, exercise, alternative, other,
+                                            id=f"{exercise.grade_id}-alt{i}-with-wrong-{other.function_name}"))
+    return out
+
+
+@pytest.mark.parametrize("notebook, exercise, alternative, other", _independent_pairs())
+def test_one_mistake_costs_points_once(notebook, exercise, alternative, other):
+    """A correct answer keeps its points when another exercise of the notebook is answered with a
+    catalogued mistake: no test compares one exercise with the student's answer to another."""
+    namespace_patch = {other.function_name: other.mistakes[0].compute}
+    run_test_cell(notebook, exercise, alternative, extra=namespace_patch)
+
+
+def _other_kind(value):
+    """The same numbers as another kind of value: NumPy for a tensor, a tensor for NumPy, a float
+    for an int, a 0-d tensor for a float."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().numpy()
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(value)
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return float(value)
+    if isinstance(value, (float, np.floating)):
+        return torch.tensor(float(value))
+    if isinstance(value, tuple):
+        changed = [_other_kind(v) for v in value]
+        return tuple(changed) if any(c is not v for c, v in zip(changed, value)) else value
+    return value
+
+
+@pytest.mark.parametrize("notebook, exercise", _function_exercises())
+def test_a_result_of_the_wrong_kind_fails_with_a_sentence(notebook, exercise):
+    s = spec(exercise)
+    solution = solved_namespace(notebook)[s.function_name]
+    sample = s.run(solution, s.cases()[0])
+    if _other_kind(sample) is sample:
+        pytest.skip("the result is not a tensor, an array or a number")
+
+    @functools.wraps(solution)
+    def other(*args, **kwargs):
+        return _other_kind(solution(*args, **kwargs))
+
+    with pytest.raises(GradingError):
+        run_test_cell(notebook, exercise, other)

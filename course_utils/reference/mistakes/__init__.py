@@ -58,6 +58,36 @@ def _equal_inputs(before, after):
     return True  # numbers, strings, callables, modules: not something a student edits in place
 
 
+def kind(value):
+    """What a result is, in the words of a prompt: "a torch.Tensor", "a NumPy array", "an int"..."""
+    if isinstance(value, torch.Tensor):
+        return "a torch.Tensor"
+    if isinstance(value, np.ndarray):
+        return "a NumPy array"
+    if isinstance(value, (bool, np.bool_)):
+        return "a bool"
+    if isinstance(value, (int, np.integer)):
+        return "an int"
+    if isinstance(value, (float, np.floating)):
+        return "a float"
+    return None  # lists, tuples, objects: compared by value only
+
+
+def wrong_kind(got, expected, name):
+    """A sentence when a result is not the kind of value the reference returns (a float where the
+    prompt asks for an int count, NumPy where it asks for a tensor), else None. An int stands for
+    a float; a float is not an int, even 15.0."""
+    want, have = kind(expected), kind(got)
+    if want is None or have == want or (want == "a float" and have == "an int"):
+        return None
+    shown = f"{have or type(got).__name__}"
+    if hasattr(got, "shape"):
+        shown += f" of shape {tuple(got.shape)}"
+    elif have in ("a float", "an int"):
+        shown += f" ({got!r})"
+    return f"{name} should be {want}, but it is {shown}."
+
+
 def changed_argument(fn, case, called_with):
     """The name of the first argument `fn` modified in place (comparing the untouched case with
     the copies it was called with), or None."""
@@ -191,7 +221,13 @@ class Exercise:
         results = [(case, self.run(student_fn, case, guarded=True)) for case in self.cases()]
         tamper.verify()
         for case, got in results:
-            problem = self.difference(got, self.run(self.reference, case))
+            expected = self.run(self.reference, case)
+            for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
+                problem = wrong_kind(g, e, name)
+                if problem:  # a catalogued mistake of the same kind (e.g. `/` for `//`) says more
+                    mistake = self.matching_mistake(results)
+                    raise GradingError(f"`{self.function_name}`: {mistake.message if mistake else problem}")
+            problem = self.difference(got, expected)
             if problem:
                 mistake = self.matching_mistake(results)
                 if mistake is not None:
