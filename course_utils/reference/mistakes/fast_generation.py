@@ -36,7 +36,7 @@ from course_utils.reference import fast_generation as reference
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import Exercise, Mistake
 
-__all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
+__all__ = ["EXERCISES", "HIDDEN_ONLY", "check", "diagnose"]
 
 # The prediction question's visible test can only check that the answer is a positive number:
 # the number itself is the question.
@@ -86,8 +86,8 @@ class CacheExercise(Exercise):
     and a 0-d tensor that is 1.0 when no cache passed in was modified."""
 
     def run(self, fn, case, guarded=False):
-        torch.manual_seed(0)
-        model = DecoderLM(**case["config"]).double()
+        with torch.random.fork_rng():  # building a model draws random numbers: not from the student's stream
+            model = DecoderLM(**case["config"]).double()
         model.load_state_dict(case["state"])
         model.eval()
         name = f"`{self.function_name}`"
@@ -127,6 +127,11 @@ class CacheExercise(Exercise):
 
 
 def kv_cache_cases(seed):
+    with torch.random.fork_rng():  # leave the global random state of the student's notebook alone
+        return _kv_cache_cases(seed)
+
+
+def _kv_cache_cases(seed):
     g = torch.Generator().manual_seed(seed)
     cases = []
     for config, batch, prompt, chunks in [
@@ -535,3 +540,10 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
 def check(grade_id, answer):
     """The hidden test of one exercise: GradingError naming the mistake, or None when right."""
     return framework.check(EXERCISES, grade_id, answer)
+
+
+def diagnose(grade_id, answer):
+    """The first hidden block of a test cell: names a catalogued mistake (or a crash, a forbidden
+    call, an input changed in place), and stays silent on an unexplained wrong answer so that the
+    visible checks can give their hint before the closing `check` fails it."""
+    return framework.diagnose(EXERCISES, grade_id, answer)
