@@ -53,7 +53,9 @@ def masked_softmax_rows(scores, mask):
             rows.append(torch.zeros_like(s))
             continue
         s64 = s.double()
-        e = torch.where(m, torch.exp(s64 - s64[m].max()), torch.zeros_like(s64))
+        # blocked entries at -inf before exp: torch.where(m, exp(...), 0) would still compute exp
+        # of a huge blocked score, whose inf gives a nan gradient
+        e = torch.exp((s64 - s64[m].max()).masked_fill(~m, float("-inf")))
         rows.append((e / e.sum()).to(s.dtype))
     return torch.stack(rows).reshape(scores.shape)
 

@@ -11,7 +11,11 @@ every other mistake on them):
   shows; masks are compared as booleans (`MaskExercise` says so when the dtype is wrong).
 * masked_softmax: Tq != Tk; every case but one has a fully masked row (told apart: NaN, uniform
   weights of a large finite negative, zeros); one case has scores in the hundreds, where exp
-  overflows without subtracting the row maximum; masks of shapes (Tq, Tk) and (B, 1, Tk).
+  overflows without subtracting the row maximum; masks of shapes (Tq, Tk) and (B, 1, Tk); one
+  case with a blocked score 1e4 above the allowed ones (its maximum must not count) and one with
+  allowed scores near -3e4 (a finite fill such as -1e4 leaks there). The gradient cases (the
+  LM trains through this function) have huge blocked scores: exp of them overflows, and a
+  `torch.where` that drops the overflow forward still gives a nan gradient.
 * transformer_block: both arrangements, LayerNorms with random weights and biases (so a
   LayerNorm in the wrong place shows), random MLP biases, a causal and a padding mask.
 """
@@ -27,6 +31,7 @@ from course_utils.reference import attention
 from course_utils.reference import masking_transformer as reference
 from course_utils.reference.mistakes import Exercise, Mistake
 from course_utils.reference.mistakes import check as _check
+from course_utils.reference.mistakes.gradients import GradientExercise
 from course_utils.tiny_lm import MaskedSelfAttention
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check"]
@@ -184,12 +189,20 @@ def _masked_softmax_variant(scores, mask, *, kind):
         filled = scores.masked_fill(~use, 0.0)
     elif kind == "finite_negative":
         filled = scores.masked_fill(~use, -1e9)
+    elif kind == "minus_1e4":
+        filled = scores.masked_fill(~use, -1e4)
     elif kind == "after_softmax":
         filled = scores
     else:
         filled = scores.masked_fill(~use, float("-inf"))
     if kind == "unstable":
         e = torch.exp(filled)
+    elif kind == "max_over_all_keys":  # the maximum of the raw scores, blocked ones included
+        e = torch.exp(filled - scores.amax(dim=-1, keepdim=True))
+    elif kind == "where_exp":  # right values; exp overflows in the branch torch.where drops
+        row_max = filled.amax(dim=-1, keepdim=True)
+        row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+        e = torch.where(use, torch.exp(scores - row_max), torch.zeros_like(scores))
     else:
         row_max = filled.amax(dim=-1, keepdim=True)
         if kind != "nan_rows":
@@ -200,7 +213,7 @@ def _masked_softmax_variant(scores, mask, *, kind):
         weights = e / total
     else:
         weights = e / torch.where(total > 0, total, torch.ones_like(total))
-    if kind == "after_softmax":
+    if kind in ("after_softmax", "minus_1e4"):
         weights = weights * use
     return weights
 
@@ -230,15 +243,37 @@ def _masked_softmax_cases(seed):
         ((2.0 * torch.randn(2, 4, 6, generator=g), m2), {}),
         ((200.0 + 30.0 * torch.randn(2, 4, 4, generator=g), m3), {}),  # exp overflows without the max
         ((2.0 * torch.randn(2, 3, 4, 5, generator=g), mask_with_both((4, 5))), {}),
+        _huge_blocked_case(g),
+        # allowed scores far below -1e4 (whole numbers: exact in float32): a finite fill leaks
+        ((-30000.0 + torch.randint(-3, 4, (3, 5), generator=g).float(), mask_with_both((3, 5))), {}),
     ]
+
+
+def _huge_blocked_case(g):
+    """Scores with one blocked key per row 1e4 above the allowed ones (and a fully masked row):
+    its maximum must not count, and exp of it must not overflow even in a branch left unused."""
+    scores = 2.0 * torch.randn(4, 6, generator=g)
+    mask = torch.ones(4, 6, dtype=torch.bool)
+    blocked = torch.randperm(6, generator=g)[:4]
+    mask[torch.arange(4), blocked] = False
+    mask[2] = False
+    scores[torch.arange(4), blocked] = 1e4
+    return (scores, mask), {}
+
+
+def _masked_softmax_gradient_cases(seed):
+    g = torch.Generator().manual_seed(seed + 1)
+    return [_huge_blocked_case(g), _huge_blocked_case(g)]
 
 
 def _ms(kind):
     return functools.partial(_masked_softmax_variant, kind=kind)
 
 
-MASKED_SOFTMAX = Exercise(
+MASKED_SOFTMAX = GradientExercise(
     grade_id="masking_transformer_masked_softmax",
+    # The language model of this notebook trains through it: its gradients must be right too.
+    make_gradient_cases=_masked_softmax_gradient_cases,
     function_name="masked_softmax",
     reference=reference.masked_softmax,
     make_cases=_masked_softmax_cases,
@@ -276,6 +311,21 @@ MASKED_SOFTMAX = Exercise(
                 "your softmax overflows on large scores (exp(200) is inf in float32): subtract each "
                 "row's maximum over its allowed keys before exp.",
                 _ms("unstable")),
+        Mistake("max_over_all_keys",
+                "you subtracted the maximum over all keys, blocked ones included: one huge blocked "
+                "score then pushes every allowed exp to 0; take the maximum of the filled scores "
+                "(blocked at -inf), i.e. over the allowed keys only.",
+                _ms("max_over_all_keys")),
+        Mistake("minus_1e4",
+                "you filled blocked scores with -1e4, a finite stand-in for -inf: once the allowed "
+                "scores fall below -1e4 the blocked keys win the softmax; fill with float('-inf').",
+                _ms("minus_1e4")),
+        Mistake("where_exp",
+                "your values are right but your gradient is nan: torch.where(mask, torch.exp(...), 0) "
+                "still computes exp of the blocked scores, which overflows for a huge blocked score, "
+                "and the gradient of the unused branch (0 * inf) is nan; fill the scores with -inf "
+                "before exp instead.",
+                _ms("where_exp")),
         Mistake("torch_softmax",
                 "Your code uses torch.softmax",
                 _masked_softmax_with_torch),
