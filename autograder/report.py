@@ -95,7 +95,8 @@ def _chart(assignment, items):
 
     exercises = [exercise for exercise, _ in items]
     outcomes = sorted({o for _, c in items for o in c}, key=lambda o: (o != PASSED, o == UNCATALOGUED, o))
-    fig, ax = plt.subplots(figsize=(8, 0.6 + 0.45 * len(items)), layout="constrained")
+    height = max(0.8 + 0.45 * len(items), 0.6 + 0.2 * len(outcomes))  # room for bars and legend
+    fig, ax = plt.subplots(figsize=(8, height), layout="constrained")
     left = [0.0] * len(items)
     # Green means passed, greys mean "no diagnosis"; mistakes get colours that are neither.
     palette = ["#d62728", "#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf"]
