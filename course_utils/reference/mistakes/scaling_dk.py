@@ -195,6 +195,16 @@ FIT = Exercise(
 # scaling_dk_jacobian: softmax_jacobian(z) -> (..., n, n)
 
 def _jacobian_variant(z, *, kind):
+    if kind == "autograd":  # what the exercise forbids: one autograd pass per output
+        leaf = z.detach().clone().requires_grad_(True)
+        s = torch.exp(leaf - leaf.amax(dim=-1, keepdim=True))
+        s = s / s.sum(dim=-1, keepdim=True)
+        rows = [torch.autograd.grad(s[..., i].sum(), leaf, retain_graph=True)[0] for i in range(z.shape[-1])]
+        return torch.stack(rows, dim=-2)
+    if kind == "unstable":  # softmax written as exp(z) / sum(exp(z)), without the maximum
+        e = torch.exp(z)
+        s = e / e.sum(dim=-1, keepdim=True)
+        return torch.diag_embed(s) - s.unsqueeze(-1) * s.unsqueeze(-2)
     if kind == "logits_not_probs":
         s = z
     elif kind == "wrong_axis":
@@ -225,6 +235,8 @@ def _jacobian_cases(seed):
         ((3.0 * torch.randn(5, generator=g, dtype=torch.float64),), {}),
         ((2.0 * torch.randn(3, 6, generator=g, dtype=torch.float64),), {}),
         ((torch.randn(2, 4, 5, generator=g, dtype=torch.float64),), {}),
+        # saturated logits, as in the notebook's demo: exp(800) overflows without the maximum
+        ((800.0 + 30.0 * torch.randn(2, 6, generator=g, dtype=torch.float64),), {}),
     ]
 
 
@@ -265,6 +277,13 @@ JACOBIAN = Exercise(
                 "you subtracted the number s . s (an inner product) from every entry; s s^T is "
                 "the outer product, an n x n matrix: s[..., :, None] * s[..., None, :].",
                 _jacobian("inner_product")),
+        Mistake("autograd",
+                "Your code uses torch.autograd.grad",
+                _jacobian("autograd")),
+        Mistake("unstable",
+                "your softmax overflows on large logits (exp(800) is inf, and inf / inf is nan): use "
+                "torch.softmax, or subtract each row's maximum before exp.",
+                _jacobian("unstable")),
         Mistake("wrong_axis",
                 "for a batch of logits your softmax runs over the first axis (the batch); it must "
                 "run over the last axis (dim=-1).",

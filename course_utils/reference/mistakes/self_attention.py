@@ -40,8 +40,10 @@ from course_utils.reference.mistakes import Exercise, Mistake, mask_scores
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 
-# Every catalogued mistake also fails the visible tests.
-HIDDEN_ONLY = set()
+# Mistakes only the hidden cases show. The visible tests of notebook 05 try large scores whose rows
+# spread by 2 (so subtracting the minimum never overflows there) and no allowed score below -1e4,
+# and a finite fill that also zeroes fully masked rows passes them.
+HIDDEN_ONLY = {"subtracts_min"}
 
 
 # --------------------------------------------------------------------------- 1. softmax
@@ -55,16 +57,25 @@ def softmax_cases(seed):
         ((2.0 * rng.standard_normal((5, 5)),), {"axis": 0}),
         ((2.0 * rng.standard_normal(7),), {}),
         ((2.0 * rng.standard_normal((3, 3, 3)),), {"axis": 1}),
+        ((_wide_rows(rng),), {}),
     ]
 
 
+def _wide_rows(rng):
+    """Rows spread over 2000 (exp of the spread overflows) with maxima within 3 of each other
+    (so subtracting the maximum of the whole array, also correct, never underflows a row);
+    whole numbers, exact in float32."""
+    return np.array([rng.permutation(1000.0 - np.array([0, 3, 300, 800, 1500, 2000]) + rng.integers(-2, 3, 6))
+                     for _ in range(6)])
+
+
 def _softmax_variant(stable=True, axis_override=None, use_exp=True, keepdims=True, whole_array=False,
-                     max_keepdims=True):
+                     max_keepdims=True, shift=np.max):
     def compute(x, axis=-1):
         x = np.asarray(x, dtype=np.float64)
         ax = axis if axis_override is None else axis_override
         with np.errstate(all="ignore"):
-            shifted = x - np.max(x, axis=ax, keepdims=max_keepdims) if stable else x
+            shifted = x - shift(x, axis=ax, keepdims=max_keepdims) if stable else x
             e = np.exp(shifted) if use_exp else x
             if whole_array:
                 return e / np.sum(e)
@@ -82,6 +93,12 @@ SOFTMAX_MISTAKES = (
         "your softmax overflows on large scores (exp(800) is inf, and inf / inf is nan): "
         "subtract the maximum of each slice before exp.",
         _softmax_variant(stable=False),
+    ),
+    Mistake(
+        "subtracts_min",
+        "you subtracted the minimum of each slice instead of its maximum: exp(x - min) overflows "
+        "once a slice spreads over more than about 709; only x - max keeps every exponent <= 0.",
+        _softmax_variant(shift=np.min),
     ),
     Mistake(
         "ignores_axis",
@@ -141,7 +158,8 @@ def attention_numpy_cases(seed):
     ]
 
 
-def _attention_numpy_variant(scale="sqrt_dk", scores_kq=False, axis=-1, stable=True, swap_outputs=False):
+def _attention_numpy_variant(scale="sqrt_dk", scores_kq=False, axis=-1, stable=True, swap_outputs=False,
+                             shift=np.max):
     def compute(Q, K, V):
         Q, K, V = (np.asarray(a, dtype=np.float64) for a in (Q, K, V))
         divisor = {
@@ -153,7 +171,7 @@ def _attention_numpy_variant(scale="sqrt_dk", scores_kq=False, axis=-1, stable=T
         }[scale]
         scores = (K @ Q.T if scores_kq else Q @ K.T) / divisor
         with np.errstate(all="ignore"):
-            shifted = scores - np.max(scores, axis=axis, keepdims=True) if stable else scores
+            shifted = scores - shift(scores, axis=axis, keepdims=True) if stable else scores
             e = np.exp(shifted)
             weights = e / np.sum(e, axis=axis, keepdims=True)
         output = weights @ V
@@ -203,6 +221,12 @@ ATTENTION_NUMPY_MISTAKES = (
         _attention_numpy_variant(stable=False),
     ),
     Mistake(
+        "subtracts_min",
+        "your softmax subtracts each row's minimum instead of its maximum: exp(score - min) "
+        "overflows once a row's scores spread over more than about 709; subtract the maximum.",
+        _attention_numpy_variant(shift=np.min),
+    ),
+    Mistake(
         "outputs_swapped",
         "you returned (weights, output): return the output first, then the weights.",
         _attention_numpy_variant(swap_outputs=True),
@@ -237,14 +261,26 @@ def sdpa_cases(seed):
         (qkv((2,), 3, 5, 4, 6), {"mask": _mask_with_both((2, 1, 5), g)}),
         (qkv((2, 3), 4, 6, 5, 7), {"mask": _mask_with_both((4, 6), g)}),
         (qkv((2, 3), 4, 6, 5, 7), {"mask": _mask_with_both((2, 3, 4, 6), g)}),
+        (_far_below_minus_1e4(g), {"mask": _mask_with_both((2, 1, 5), g)}),
     ]
+
+
+def _far_below_minus_1e4(g):
+    """q, k, v whose scores all lie far below -1e4 (whole-number q and k, d_k = 4: the scores
+    are exact in float32), where a finite fill such as -1e4 beats every allowed key."""
+    q = 100.0 + torch.randint(-5, 6, (2, 3, 4), generator=g).double()
+    k = -100.0 + torch.randint(-5, 6, (2, 5, 4), generator=g).double()
+    return q, k, torch.randn(2, 5, 6, generator=g, dtype=torch.float64)
 
 
 def _sdpa_variant(scale="sqrt_dk", dim=-1, mask_mode="-inf"):
     def compute(q, k, v, mask=None):
         divisor = {"sqrt_dk": math.sqrt(q.shape[-1]), "none": 1.0, "dk": float(q.shape[-1])}[scale]
         scores = q @ k.transpose(-2, -1) / divisor
-        scores, after = mask_scores(scores, mask, mask_mode)
+        if mask_mode == "-1e4":  # a finite stand-in for -inf
+            scores, after = (scores if mask is None else scores.masked_fill(~mask, -1e4)), None
+        else:
+            scores, after = mask_scores(scores, mask, mask_mode)
         weights = torch.softmax(scores, dim=dim)
         if after is not None:
             weights = weights * after
@@ -304,6 +340,12 @@ SDPA_MISTAKES = (
         "masked_with_zero",
         "you set blocked scores to 0 instead of -inf: exp(0) = 1, so blocked keys still get weight.",
         _sdpa_variant(mask_mode="zero"),
+    ),
+    Mistake(
+        "masked_with_minus_1e4",
+        "you filled blocked scores with -1e4, a finite stand-in for -inf: once the allowed scores "
+        "fall below -1e4 the blocked keys win the softmax; fill with float('-inf').",
+        _sdpa_variant(mask_mode="-1e4"),
     ),
     Mistake(
         "builtin_sdpa",

@@ -56,6 +56,11 @@ def _patchify_variant(order):
     return compute
 
 
+def _patchify_with_unfold_module(images, patch_size):
+    """What the exercise forbids, under another name than F.unfold: the nn.Unfold module."""
+    return torch.nn.Unfold(kernel_size=patch_size, stride=patch_size)(images).transpose(1, 2)
+
+
 PATCHIFY_MISTAKES = (
     Mistake(
         "column_major",
@@ -83,6 +88,11 @@ PATCHIFY_MISTAKES = (
         "inside each patch you flattened the pixels column by column; flatten them row by row "
         "(the pixel-row axis before the pixel-column axis), as F.unfold does.",
         _patchify_variant((0, 2, 4, 1, 5, 3)),
+    ),
+    Mistake(
+        "unfold_module",
+        "Your code uses torch.nn.Unfold",
+        _patchify_with_unfold_module,
     ),
 )
 
@@ -124,6 +134,13 @@ def _embedding_variant(kind):
     return compute
 
 
+def _embedding_with_torch_conv2d(images, weight, bias, patch_size):
+    """What the exercise forbids, under another name than F.conv2d: torch.conv2d (the same function)."""
+    d_model, C = weight.shape[0], images.shape[1]
+    kernel = weight.reshape(d_model, C, patch_size, patch_size)
+    return torch.conv2d(images, kernel, bias, stride=patch_size).flatten(2).transpose(1, 2)
+
+
 PATCH_EMBEDDING_MISTAKES = (
     Mistake(
         "no_bias",
@@ -147,6 +164,11 @@ PATCH_EMBEDDING_MISTAKES = (
         "your tokens come in column-major patch order: the patches must be in row-major order, "
         "as patchify returns them (check your patchify first).",
         _embedding_variant("column_major"),
+    ),
+    Mistake(
+        "torch_conv2d",
+        "Your code uses torch.conv2d",
+        _embedding_with_torch_conv2d,
     ),
 )
 
