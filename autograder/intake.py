@@ -20,12 +20,18 @@ import os
 import re
 import shutil
 import stat
+import time
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 
 DEFAULT_LMS_PATTERN = (r"^(?:.*/)?(?P<student_id>[A-Za-z0-9][A-Za-z0-9.@-]*)_(?:late_)?"
-                       r"(?:\d+_)*(?P<file_id>[A-Za-z][A-Za-z0-9_-]*\.ipynb)$")
+                       r"(?:\d+_)*(?P<file_id>[A-Za-z][A-Za-z0-9_-]*(?: \(\d+\))?\.ipynb)$")
+# Canvas renames a re-uploaded file `name-1.ipynb` or `name (1).ipynb`: the same notebook.
+_COPY_SUFFIX = re.compile(r"^(?P<name>.+?)(?:-(?P<n>\d+)| \((?P<m>\d+)\))\.ipynb$")
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+# The solution check is graded under this id: not a valid student id, so never a real student's.
+SOLUTION_STUDENT = "_solution_"
 IGNORED = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store", "Thumbs.db"}
 
 
@@ -101,9 +107,40 @@ def _safe_extract(zip_path, dest, max_file_bytes, max_total_bytes, problems):
             if total > max_total_bytes:
                 raise ValueError(f"the zip expands to more than {max_total_bytes / 2**30:.1f} GB")
             target = os.path.join(dest, *parts)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as out:
-                shutil.copyfileobj(src, out)
+            try:
+                _extract_one(zf, info, target)
+            except _BAD_ENTRY as exc:  # one bad entry is one problem, never the whole batch
+                problems.append(Problem("", "", f"zip entry '{name[:120]}' could not be extracted "
+                                        f"({_reason(exc)}) and was skipped"))
+
+
+_BAD_ENTRY = (OSError, zipfile.BadZipFile, zlib.error, EOFError, RuntimeError, NotImplementedError,
+              ValueError)
+
+
+def _reason(exc):
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+
+
+def _extract_one(zf, info, target):
+    """Extract one entry (removed again if reading it fails half-way: a CRC error)."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    try:
+        with zf.open(info) as src, open(target, "xb") as out:
+            shutil.copyfileobj(src, out)
+    except FileExistsError:
+        raise OSError(17, "another entry has the same name") from None
+    except BaseException:
+        if os.path.isfile(target):
+            os.remove(target)
+        raise
+    try:  # the LMS's upload time: among duplicates the newest wins
+        stamp = time.mktime(info.date_time + (0, 0, -1))
+        os.utime(target, (stamp, stamp))
+    except (ValueError, OverflowError, OSError):
+        pass
 
 
 def _flat_files(root):
@@ -133,6 +170,7 @@ def _from_lms_names(root, staging, assignments, pattern, problems):
     collector = FileNameCollectorPlugin(named_regexp=pattern)
     by_notebook = {nb: a for a, nbs in assignments.items() for nb in nbs}
     laid = os.path.join(staging, "_lms")
+    candidates = {}  # (student, assignment, notebook) -> [(path, rel, late)]
     for path in _flat_files(root):
         rel = os.path.relpath(path, root)
         info = collector.collect(rel) if rel.endswith(".ipynb") else None
@@ -140,7 +178,7 @@ def _from_lms_names(root, staging, assignments, pattern, problems):
             problems.append(Problem("", "", f"file '{rel}' does not match the LMS file-name pattern "
                                     "(see autograder/README.md) and was skipped"))
             continue
-        notebook = os.path.basename(info["file_id"])
+        notebook = _canonical(os.path.basename(info["file_id"]), by_notebook)
         assignment = info.get("assignment_id") or by_notebook.get(notebook)
         if assignment is not None and assignment not in assignments:
             problems.append(Problem("", "", f"file '{rel}': '{assignment}' is not an assignment of "
@@ -154,10 +192,52 @@ def _from_lms_names(root, staging, assignments, pattern, problems):
             problems.append(Problem(info["student_id"], "", f"file '{rel}': no assignment has a "
                                     f"notebook named '{notebook}'; skipped"))
             continue
-        target = os.path.join(laid, info["student_id"], assignment, notebook)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(path, target)
+        late = os.path.basename(rel)[len(info["student_id"]) + 1:].startswith("late_")
+        candidates.setdefault((info["student_id"], assignment, notebook), []).append((path, rel, late))
+    for (student, assignment, notebook), copies in sorted(candidates.items()):
+        path, rel, _ = chosen = choose_copy(copies)
+        if len(copies) > 1:
+            problems.append(Problem(student, assignment, _duplicates_message(notebook, chosen, copies)))
+        target = os.path.join(laid, student, assignment, notebook)
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(path, target)
+        except OSError as exc:
+            problems.append(Problem(student, assignment, f"file '{rel}' could not be read "
+                                    f"({_reason(exc)}); skipped"))
     return laid
+
+
+def _copy_number(rel):
+    m = _COPY_SUFFIX.match(os.path.basename(rel))
+    return int(m.group("n") or m.group("m")) if m else 0
+
+
+def choose_copy(copies):
+    """The copy to grade when an LMS zip holds several of one student's notebook.
+
+    The rule (autograder/README.md): an on-time copy beats a late one; then the newest upload
+    (the zip's timestamp); then the highest Canvas copy number (`-2` after `-1`); then the name.
+    """
+    def key(copy):
+        path, rel, late = copy
+        return (not late, os.stat(path).st_mtime, _copy_number(rel), rel)
+    return max(copies, key=key)
+
+
+def _duplicates_message(notebook, chosen, copies):
+    others = [f"'{rel}'" + (" (late)" if late else "") for _, rel, late in copies if rel != chosen[1]]
+    return (f"{len(copies)} copies of '{notebook}' were submitted: graded '{chosen[1]}'"
+            + (" (late)" if chosen[2] else "") + f", ignored {', '.join(others)} (rule: on-time "
+            "before late, then the newest upload; see autograder/README.md)")
+
+
+def _canonical(notebook, by_notebook):
+    """`fixture-1.ipynb` / `fixture (1).ipynb` -> `fixture.ipynb` when that is a course notebook."""
+    m = _COPY_SUFFIX.match(notebook)
+    if notebook not in by_notebook and m and m.group("name") + ".ipynb" in by_notebook:
+        return m.group("name") + ".ipynb"
+    return notebook
 
 
 def collect(source, staging, assignments, *, lms_pattern=DEFAULT_LMS_PATTERN,
@@ -213,8 +293,14 @@ def collect(source, staging, assignments, *, lms_pattern=DEFAULT_LMS_PATTERN,
             if only and assignment not in only:
                 continue
             attempted.add((student, assignment))
-            sub = _stage_assignment(student, assignment, apath, assignments[assignment],
-                                    os.path.join(stage, student, assignment), max_file_bytes, problems)
+            try:
+                sub = _stage_assignment(student, assignment, apath, assignments[assignment],
+                                        os.path.join(stage, student, assignment), max_file_bytes,
+                                        problems)
+            except OSError as exc:  # an unreadable file costs this submission, not the batch
+                problems.append(Problem(student, assignment, "the submission could not be read "
+                                        f"({_reason(exc)}: {str(exc.filename or '')[-80:]})"))
+                sub = None
             if sub is not None:
                 submissions.append(sub)
     return IntakeResult(submissions, problems, students, attempted)
