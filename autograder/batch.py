@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from . import export, intake, redact, sandbox, worker
 from .intake import Problem
 
-SOLUTION_STUDENT = "solution-check"
+SOLUTION_STUDENT = intake.SOLUTION_STUDENT
 
 
 class GradingRefused(Exception):
@@ -57,7 +57,8 @@ class Options:
 
     def limits(self):
         return {"timeout": self.timeout, "wall": self.wall, "memory_bytes": self.memory_bytes,
-                "nproc": self.nproc, "fsize_bytes": 512 * 2**20, "tmp_bytes": 512 * 2**20}
+                "nproc": self.nproc, "fsize_bytes": 512 * 2**20, "tmp_bytes": 512 * 2**20,
+                "scratch_bytes": 256 * 2**20}
 
 
 def course_assignments(source_root):
@@ -147,6 +148,8 @@ class WorkerHandle:
 
     def __init__(self, env, cwd, log_path):
         self.env, self.cwd, self.log_path, self.proc = env, cwd, log_path, None
+        self.stopped = False  # after stop(): never start a worker again (Ctrl-C)
+        self.guard = threading.Lock()
 
     def _start(self):
         self.log = open(self.log_path, "a")
@@ -157,28 +160,35 @@ class WorkerHandle:
 
     def warm(self):
         """Start the process now, so that its imports overlap other work."""
-        if self.proc is None or self.proc.poll() is not None:
-            self._start()
+        with self.guard:
+            if not self.stopped and (self.proc is None or self.proc.poll() is not None):
+                self._start()
 
     def run(self, task, deadline):
         """The reply dict, or None when the worker died or passed the deadline (then killed)."""
         self.warm()
+        proc = self.proc
+        if proc is None:  # stopped
+            return None
         try:
-            self.proc.stdin.write((json.dumps(task) + "\n").encode())
-            self.proc.stdin.flush()
-        except OSError:
+            proc.stdin.write((json.dumps(task) + "\n").encode())
+            proc.stdin.flush()
+        except (OSError, ValueError):
             self.kill()
             return None
         end = time.monotonic() + deadline
-        fd = self.proc.stdout.fileno()
+        fd = proc.stdout.fileno()
         while b"\n" not in self.buffer:
             left = end - time.monotonic()
             if left <= 0:
                 self.kill()
                 return None
-            ready, _, _ = select.select([fd], [], [], min(left, 5))
-            if ready:
-                chunk = os.read(fd, 65536)
+            try:
+                ready, _, _ = select.select([fd], [], [], min(left, 5))
+                chunk = os.read(fd, 65536) if ready else None
+            except (OSError, ValueError):  # the worker was stopped under us
+                chunk = b""
+            if chunk is not None:
                 if not chunk:
                     self.kill()
                     return None
@@ -187,14 +197,20 @@ class WorkerHandle:
         return json.loads(line)
 
     def kill(self):
-        if self.proc is not None:
+        with self.guard:
+            proc, self.proc = self.proc, None
+        if proc is not None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            self.proc.wait()
+            proc.wait()
             self.log.close()
-            self.proc = None
+
+    def stop(self):
+        """Kill the worker now (its kernels die with it) and start no other."""
+        self.stopped = True
+        self.kill()
 
     def close(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -215,6 +231,7 @@ class Batch:
         self.out = os.path.abspath(opts.out)
         self.work = os.path.join(self.out, ".work")
         self.problems = []
+        self.export_failures = []
         self.resumed = 0
         self.t0 = time.monotonic()
         self.say = ((lambda m: print(f"[{time.monotonic() - self.t0:6.1f} s] {m}", file=sys.stderr))
@@ -349,6 +366,12 @@ class Batch:
                 self.check_solution(a, handles[0])
             self.say(f"students: grading {len(taken.submissions)} submission(s) with {jobs} job(s)")
             results = self.grade_all(taken.submissions, handles)
+        except BaseException:
+            # Ctrl-C or a crash: stop every worker now (their kernels die with them) instead
+            # of waiting for each to finish its student.
+            for h in handles:
+                h.stop()
+            raise
         finally:
             for h in handles:
                 h.close()
@@ -359,8 +382,8 @@ class Batch:
             self.problems.append(Problem("", "", "the course gradebook could not be updated "
                                          f"({type(exc).__name__}: {str(exc)[:300]}); the CSVs and "
                                          "feedback are complete, the gradebook is unchanged"))
-        export.write_all(self, taken, results, graded_assignments)
-        self.say("exported")
+        self.export_failures = export.write_all(self, taken, results, graded_assignments)
+        self.say("exported" if not self.export_failures else "export incomplete")
         return results
 
     def grade_all(self, submissions, handles):
@@ -392,6 +415,8 @@ class Batch:
                 task = dict(task, socket_dir=os.path.join(self.sockets, f"slot{slot}"),
                             uid=sandbox.UID_BASE + slot)
                 reply = handle.run(task, self._deadline(task))
+                if handle.stopped:
+                    return
                 result = _read_result(task["shard"]) if reply else None
                 if result is None:
                     result = {"student": task["student"], "assignment": task["assignment"],
@@ -407,7 +432,8 @@ class Batch:
         for t in threads:
             t.start()
         for t in threads:
-            t.join()
+            while t.is_alive():  # a timed join, so that Ctrl-C reaches this thread at once
+                t.join(0.5)
         bar.close()
         return results
 

@@ -1,13 +1,14 @@
 """`python -m autograder grade SUBMISSIONS --out DIR ...`: the instructor's one command.
 
 Exit codes: 0 when the batch finished (whatever the students scored), 2 when grading was
-refused (no sandbox, a solution that fails its own tests, bad arguments).
+refused (no sandbox, a solution that fails its own tests, bad arguments, another grader on the
+same --out), 1 when results could not be written (a full disk), 130 after Ctrl-C.
 """
 import argparse
 import os
 import sys
 
-from . import batch, intake
+from . import batch, intake, lock
 
 COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,11 +60,22 @@ def main(argv=None):
         unsafe_no_sandbox=args.unsafe_no_sandbox, lms_pattern=pattern,
         max_file_bytes=int(args.max_file_mb * 2**20), progress=not args.quiet)
     try:
+        held = lock.hold(args.out)  # noqa: F841 - held open until the process exits
         job = batch.Batch(opts)
         results = job.run()
-    except (batch.GradingRefused, ValueError) as exc:
+    except (batch.GradingRefused, lock.Busy, ValueError) as exc:
         print(f"autograder: grading refused: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("autograder: interrupted; every grading process was stopped. Nothing was exported "
+              "this run; run the same command again to resume (students already graded are "
+              "kept).", file=sys.stderr)
+        return 130
+    if job.export_failures:
+        print("autograder: the batch was graded but these files could not be written (is the "
+              "disk full?): " + "; ".join(job.export_failures[:5]) + ". Free some space and run "
+              "the same command again: graded students are kept.", file=sys.stderr)
+        return 1
     graded = sum(1 for r in results.values() if r["status"] == "graded")
     earlier = f" ({job.resumed} already graded earlier, kept)" if job.resumed else ""
     print(f"autograder: graded {graded} of {len(results)} submission(s){earlier}; see "

@@ -10,6 +10,7 @@ executed. nbgrader's own scoring then does the rest: a test cell with an error o
 cells that ran before keep their points, and the notebook is saved and graded as usual. The reason
 is recorded in the notebook metadata so the worker can list it in problems.csv.
 """
+import zmq
 from jupyter_core.utils import ensure_async, run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
@@ -39,11 +40,77 @@ def _error(ename, evalue):
                         traceback=[f"{ename}: {evalue}"])
 
 
+# What the grader keeps of one cell's output while it runs. Past it, further output is dropped
+# as it arrives (so a cell printing 1 GB never costs the worker 1 GB) and one note says so.
+# Feedback shows far less (redact.CELL_TEXT); this bound is about the worker's memory.
+CELL_OUTPUT_BYTES = 4 * 2**20
+# The largest message frame the grader accepts from a kernel. ipykernel sends whatever was
+# printed in 0.2 s as one message (hundreds of MB for a print loop), and decoding it costs
+# several times its size before any budget can apply: ZMQ refuses bigger frames up front (the
+# connection is dropped and re-made, and that output is lost).
+MAX_MESSAGE_BYTES = 16 * 2**20
+CUT_NOTE = "[output cut: this cell produced more than {:,} bytes of output; the rest was dropped]\n"
+
+
+def _size(msg):
+    content = msg.get("content", {})
+    if msg.get("msg_type") == "stream":
+        return len(content.get("text", ""))
+    return sum(len(v) if isinstance(v, str) else len(str(v))
+               for v in (content.get("data") or {}).values()) + 64
+
+
+def _stderr_is_not_failure(cell):
+    """nbgrader scores a test cell zero when it wrote to stderr (a UserWarning from torch, a
+    logging.warning), yet the feedback says every test passed. A test cell's points must depend
+    only on whether it raised, so its stderr is kept as ordinary printed text."""
+    for output in cell.outputs:
+        if output.get("output_type") == "stream" and output.get("name") == "stderr":
+            output["name"] = "stdout"
+
+
 class SandboxedExecute(Execute):
     """Execute each cell; after a timeout or a dead kernel, mark the rest as not run."""
 
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's output handler, with a byte budget per cell (see CELL_OUTPUT_BYTES)."""
+        if msg.get("msg_type") not in ("stream", "display_data", "execute_result"):
+            return super().output(outs, msg, display_id, cell_index)
+        used = self._output_bytes.get(cell_index, 0)
+        size = _size(msg)
+        self._output_bytes[cell_index] = used + size
+        if used + size <= CELL_OUTPUT_BYTES:
+            return super().output(outs, msg, display_id, cell_index)
+        if used <= CELL_OUTPUT_BYTES:  # the first message over budget leaves one note
+            outs.append(NotebookNode(output_type="stream", name="stdout",
+                                     text=CUT_NOTE.format(CELL_OUTPUT_BYTES)))
+        return None
+
+    async def async_start_new_kernel_client(self):
+        make = self.km.client
+
+        def client(**kw):
+            kc = make(**kw)
+            kc.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # default for its sockets
+            return kc
+        self.km.client = client
+        return await super().async_start_new_kernel_client()
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)  # the sync path uses this
+
+    async def _check_raise_for_error(self, cell, cell_index, exec_reply):
+        # The reply said the cell raised, but no error output arrived (it was lost with an
+        # oversized message): the test must still fail.
+        content = (exec_reply or {}).get("content", {})
+        if content.get("status") == "error" and not any(
+                o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            cell.outputs.append(_error(str(content.get("ename", "Error"))[:100],
+                                       str(content.get("evalue", ""))[:2000]))
+        return await super()._check_raise_for_error(cell, cell_index, exec_reply)
+
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None
+        self._output_bytes = {}
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
         except (DeadKernelError, RuntimeError) as exc:
@@ -74,6 +141,7 @@ class SandboxedExecute(Execute):
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if meta.get("grade") and not meta.get("solution"):
                 self._verify_untampered(cell)
+                _stderr_is_not_failure(cell)
             return cell, resources
         except CellTimeoutError:
             self._stopped = (f"cell {_name(cell, index)} ran longer than {self.timeout} s and did "

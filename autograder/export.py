@@ -11,6 +11,8 @@ import csv
 import os
 import shutil
 
+from .intake import SOLUTION_STUDENT
+
 
 def _num(x):
     return f"{x:g}" if x is not None else ""
@@ -28,23 +30,44 @@ def _template_cells(db_path):
     return sorted(cells)
 
 
-def _write(path, header, rows):
+def _write(path, header, rows, failures):
+    """Write a whole CSV or leave the old one: a temp file, then os.replace. A full disk is
+    reported in `failures`, never a traceback that loses every other file."""
     tmp = path + ".tmp"
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(rows)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh, lineterminator="\n")
+            w.writerow(header)
+            w.writerows(rows)
+        os.replace(tmp, path)
+    except OSError as exc:
+        failures.append(f"{path}: {exc.strerror or exc}")
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+
+
+def _copy(src, dest, failures):
+    try:
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(src, dest)
+    except OSError as exc:
+        failures.append(f"{dest}: {exc.strerror or exc}")
 
 
 def write_all(batch, taken, results, assignments):
+    """Write the CSVs and feedback; returns the files that could not be written (say, a full
+    disk): the caller reports them. problems.csv and grades.csv are written first."""
+    failures = []
     out = batch.out
     os.makedirs(out, exist_ok=True)
     students = sorted((taken.students | batch.known_students()
-                       | {s for s, _ in results}) - {"solution-check"})
+                       | {s for s, _ in results}) - {SOLUTION_STUDENT})
     grades, by_cell = [], []
     problems = {(p.student_id, p.assignment, p.problem) for p in batch.problems}
     fb_root = os.path.join(out, "feedback")
+    copies = []  # feedback is copied after the CSVs: they matter most when space runs out
     if os.path.isdir(fb_root):
         shutil.rmtree(fb_root)
     for a in assignments:
@@ -75,12 +98,14 @@ def write_all(batch, taken, results, assignments):
                 by_cell.append([s, a, nb, gid, _num(sc), _num(m), status])
             for name, html in sorted(r.get("feedback", {}).items()):
                 if os.path.exists(html):
-                    dest = os.path.join(fb_root, s, a, os.path.basename(html))
-                    os.makedirs(os.path.dirname(dest), exist_ok=True)
-                    shutil.copyfile(html, dest)
+                    copies.append((html, os.path.join(fb_root, s, a, os.path.basename(html))))
     _write(os.path.join(out, "grades.csv"),
-           ["student_id", "assignment", "score", "max_score", "status"], grades)
-    _write(os.path.join(out, "grades_by_cell.csv"),
-           ["student_id", "assignment", "notebook", "grade_id", "score", "max_score", "status"], by_cell)
+           ["student_id", "assignment", "score", "max_score", "status"], grades, failures)
     _write(os.path.join(out, "problems.csv"), ["student_id", "assignment", "problem"],
-           sorted(problems))
+           sorted(problems), failures)
+    _write(os.path.join(out, "grades_by_cell.csv"),
+           ["student_id", "assignment", "notebook", "grade_id", "score", "max_score", "status"],
+           by_cell, failures)
+    for src, dest in copies:
+        _copy(src, dest, failures)
+    return failures

@@ -11,7 +11,8 @@ Here, before nbgrader renders the feedback:
   wrote, the mistake catalogue's diagnosis included; other errors keep only their name and a
   short message;
 - any output that quotes a hidden line (a notebook can print `In[...]`) is removed, and long
-  printed text is cut (nbgrader's LimitOutput counts lines only: 50 MB on one line passes it);
+  each cell's output is cut to a small budget (CELL_TEXT characters of text, CELL_IMAGES of
+  images), with a visible note where it was cut (nbgrader's LimitOutput counts lines only);
 and after rendering, `leaks()` scans the HTML for hidden lines: feedback that still quotes one is
 withheld rather than sent.
 """
@@ -96,6 +97,62 @@ def _cap(output):
     return output
 
 
+# Feedback shows at most this much of each cell's output: enough to read a result, too little
+# to carry files out (a student's last cell can print base64 of anything the kernel can read).
+CELL_TEXT = 4_000
+CELL_IMAGES = 2 * 2**20
+CUT = "[feedback shows at most {:,} characters of output per cell; {:,} more were cut here]\n"
+
+
+def _budget_cell(outputs):
+    """Apply the per-cell budgets (CELL_TEXT, CELL_IMAGES); say visibly where output was cut."""
+    text_left, images_left, cut, kept = CELL_TEXT, CELL_IMAGES, 0, []
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind == "stream":
+            text = str(output.get("text", ""))
+            if len(text) > text_left:
+                cut += len(text) - text_left
+                output["text"] = text[:text_left]
+            text_left -= len(output["text"])
+            if output["text"]:
+                kept.append(output)
+            continue
+        if kind == "error":
+            size = len(str(output.get("evalue", ""))) + sum(len(str(t)) for t in output.get("traceback", []))
+            if size > text_left:
+                cut += size
+                evalue = str(output.get("evalue", ""))[:max(text_left, 200)]
+                output["evalue"], output["traceback"] = evalue, [f"{output.get('ename', 'Error')}: {evalue}"]
+                size = len(evalue) * 2
+            text_left = max(0, text_left - size)
+            kept.append(output)
+            continue
+        data = output.get("data") or {}
+        for key in list(data):
+            value = data[key] if isinstance(data[key], str) else json.dumps(data[key])
+            if key.startswith("image/") and key != "image/svg+xml":
+                if len(value) > images_left:
+                    cut += len(value)
+                    del data[key]
+                else:
+                    images_left -= len(value)
+            elif len(value) > text_left:
+                cut += len(value) - (text_left if key == "text/plain" else 0)
+                if key == "text/plain" and text_left > 0:
+                    data[key] = value[:text_left]
+                    text_left = 0
+                else:
+                    del data[key]
+            else:
+                text_left -= len(value)
+        if data or kind not in ("display_data", "execute_result"):
+            kept.append(output)
+    if cut:
+        kept.append(NotebookNode(output_type="stream", name="stdout", text=CUT.format(CELL_TEXT, cut)))
+    return kept
+
+
 def redact_notebook(nb, secret_lines):
     """Redact in place; returns the number of outputs removed for quoting hidden lines."""
     removed = 0
@@ -118,7 +175,7 @@ def redact_notebook(nb, secret_lines):
                                          text="[output removed: it quoted the hidden tests]\n"))
             else:
                 kept.append(output)
-        cell.outputs = kept
+        cell.outputs = _budget_cell(kept)
     return removed
 
 

@@ -7,9 +7,10 @@ Why this shape:
   in milliseconds and needs no import path). It builds a bubblewrap command and `exec`s it.
 - The sandbox is an allow-list, not a deny-list: a fresh root holding only /usr, /etc, the Python
   installation, the virtual environment and the installed `course_utils` package, all read-only;
-  a private tmpfs `/tmp`; the student's private scratch copy of their submission, mounted at the
-  notebook's path (so nbgrader's own output files are never reachable from the kernel, even by a
-  symlink); and the folder of the kernel's ZMQ `ipc` sockets (the network is unshared, so TCP to
+  a private tmpfs `/tmp`; a private, size-limited tmpfs at the notebook's path holding a copy
+  of the student's submission (so nbgrader's own output files are never reachable from the
+  kernel, even by a symlink, and writing gigabytes fills only that tmpfs, never the grader's
+  disk); and the folder of the kernel's ZMQ `ipc` sockets (the network is unshared, so TCP to
   the grader is impossible by design). Nothing else of the course exists inside.
 - bwrap runs as root (it needs to read the Python under root's mode-700 home, and to bind
   mounts), then `setpriv` drops to a per-slot uid (60000 + slot) with no capabilities, an empty
@@ -19,7 +20,8 @@ Why this shape:
 - Limits: `prlimit` address space (a clean MemoryError), process count, file size, open files,
   no core dumps; `timeout -s KILL` bounds the whole notebook (wall limit). `--unshare-pid` plus
   `--die-with-parent` makes every descendant die with the kernel, and PR_SET_PDEATHSIG ties the
-  whole chain to the grading worker, so nothing outlives it.
+  whole chain to the grading worker, so nothing outlives it. The kernel inherits no grader
+  descriptor: 0-2 are /dev/null and every other is closed before bwrap starts.
 
 Configuration comes from the environment variable AUTOGRADER_SANDBOX (JSON), set by the worker
 for each student; bwrap's `--clearenv` keeps the grader's environment out of the kernel.
@@ -41,12 +43,30 @@ def _ancestors(path):
     return ["/" + "/".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def bwrap_command(spec, connection_fd, kernel_args=(), command=None):
+def open_scratch(scratch):
+    """(folders, [(fd, path)]) of the scratch copy, relative to it, for bwrap's --dir/--file."""
+    dirs, files = [], []
+    for root, subdirs, names in os.walk(scratch):
+        subdirs.sort()
+        rel_root = os.path.relpath(root, scratch)
+        if rel_root != ".":
+            dirs.append(rel_root)
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                files.append((os.open(path, os.O_RDONLY), os.path.normpath(os.path.join(rel_root, name))))
+    return dirs, files
+
+
+def bwrap_command(spec, connection_fd, kernel_args=(), command=None, scratch_dirs=(),
+                  scratch_files=()):
     """The full argv (timeout, bwrap, prlimit, setpriv, python) for one kernel.
 
-    spec keys: python (venv python path), ro_paths (list), scratch (host dir, rw), workdir (path
+    spec keys: python (venv python path), ro_paths (list), scratch (host dir), workdir (path
     the scratch appears at, the kernel's cwd), socket_dir (rw), uid, memory_bytes, nproc,
-    fsize_bytes, tmp_bytes, wall_seconds, env (dict), pythonpath (list).
+    fsize_bytes, tmp_bytes, wall_seconds, env (dict), pythonpath (list), and optionally
+    scratch_bytes: then workdir is a tmpfs of that size holding a copy of scratch_files
+    (open fds, see open_scratch) instead of a read-write bind of the host scratch folder.
     """
     argv = ["timeout", "-s", "KILL", str(int(spec["wall_seconds"])), "bwrap",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
@@ -71,7 +91,18 @@ def bwrap_command(spec, connection_fd, kernel_args=(), command=None):
                 argv += ["--perms", "0755", "--dir", parent]
     for path, how in mounts:
         argv += [how, path, path]
-    argv += ["--bind", spec["scratch"], spec["workdir"], "--chdir", spec["workdir"]]
+    if spec.get("scratch_bytes"):
+        # A private tmpfs of bounded size holds a copy of the submission: what the kernel writes
+        # can fill only that (never the grader's disk), and it vanishes with the sandbox.
+        argv += ["--size", str(int(spec["scratch_bytes"])), "--perms", "0777", "--tmpfs",
+                 spec["workdir"]]
+        for rel in scratch_dirs:
+            argv += ["--perms", "0777", "--dir", os.path.join(spec["workdir"], rel)]
+        for fd, rel in scratch_files:
+            argv += ["--perms", "0666", "--file", str(fd), os.path.join(spec["workdir"], rel)]
+        argv += ["--chdir", spec["workdir"]]
+    else:
+        argv += ["--bind", spec["scratch"], spec["workdir"], "--chdir", spec["workdir"]]
     # The connection file is root's (mode 0600): pass its content, opened before dropping.
     argv += ["--perms", "0444", "--ro-bind-data", str(connection_fd), CONNECTION_FILE_INSIDE]
     argv += ["--perms", "0777", "--dir", "/tmp/home"]
@@ -88,8 +119,16 @@ def bwrap_command(spec, connection_fd, kernel_args=(), command=None):
     if command is not None:  # for tests: run this instead of the kernel
         return argv + list(command)
     argv += [spec["python"], "-m", "ipykernel_launcher", "-f", CONNECTION_FILE_INSIDE]
-    argv += list(kernel_args)
+    argv += [_stream_hook()] + list(kernel_args)
     return argv
+
+
+def _stream_hook():
+    """The kernel option that runs kernel_stream.py at start-up, in its own namespace."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_stream.py")) as fh:
+        source = fh.read()
+    line = f"exec(compile({source!r}, 'autograder-kernel-stream', 'exec'), {{}})"
+    return "--IPKernelApp.exec_lines=" + json.dumps([line])
 
 
 def why_unavailable():
@@ -123,14 +162,27 @@ def _die_with_parent():
         pass
 
 
+def _no_grader_descriptors():
+    """stdin/stdout/stderr become /dev/null and nothing else is inherited: the kernel must not
+    hold the grading worker's log (it could truncate or forge it) or any other grader file."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for target in (0, 1, 2):
+        os.dup2(null, target)
+    os.closerange(3, 65536)
+
+
 def launch(argv):
     """Kernelspec entry point: `sandbox.py CONNECTION_FILE [kernel args...]`."""
     if len(argv) < 1:
         sys.exit("usage: sandbox.py CONNECTION_FILE [kernel args]")
     spec = json.loads(os.environ[ENV_VAR])
+    _no_grader_descriptors()
     fd = os.open(argv[0], os.O_RDONLY)
     os.set_inheritable(fd, True)
-    command = bwrap_command(spec, fd, argv[1:])
+    dirs, files = open_scratch(spec["scratch"]) if spec.get("scratch_bytes") else ([], [])
+    for file_fd, _ in files:
+        os.set_inheritable(file_fd, True)
+    command = bwrap_command(spec, fd, argv[1:], scratch_dirs=dirs, scratch_files=files)
     _die_with_parent()
     os.execvp(command[0], command)
 

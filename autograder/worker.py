@@ -17,12 +17,13 @@ import hashlib
 import io
 import json
 import os
+import resource
 import shutil
 import sys
 import time
 import traceback
 
-from . import redact, sandbox
+from . import cellmeta, redact, sandbox, sanitize
 
 KERNEL_NAME = "autograder-sandbox"
 
@@ -100,6 +101,7 @@ def _sandbox_spec(task, scratch, workdir):
         "nproc": limits["nproc"],
         "fsize_bytes": limits["fsize_bytes"],
         "tmp_bytes": limits["tmp_bytes"],
+        "scratch_bytes": limits.get("scratch_bytes", 256 * 2**20),
         "wall_seconds": limits["wall"],
         "env": {
             "HOME": "/tmp/home", "IPYTHONDIR": "/tmp/home/.ipython",
@@ -190,9 +192,19 @@ def grade(task):
     scratch = os.path.join(shard, "scratch")
     os.makedirs(submitted)
     os.makedirs(scratch)
+    problems, prepared = [], {}
     for name, path in task["files"].items():
         if name.endswith(".ipynb"):
-            nbformat.write(normalize(nbformat.read(path, as_version=4)), os.path.join(submitted, name))
+            nb = normalize(nbformat.read(path, as_version=4))
+            release_path = os.path.join(task["release_root"], assignment, name)
+            if os.path.exists(release_path):
+                release = nbformat.read(release_path, as_version=4)
+                problems.extend(f"{name}: {p}" for p in cellmeta.restore(nb, release))
+                # check_cells judges what the student sent (duplicates included), with the
+                # metadata an editor dropped given back, so restored cells are not "deleted"
+                prepared[name] = nbformat.read(path, as_version=4)
+                cellmeta.restore(prepared[name], release)
+            nbformat.write(nb, os.path.join(submitted, name))
         else:
             shutil.copyfile(path, os.path.join(submitted, name))
         shutil.copyfile(path, os.path.join(scratch, name))
@@ -207,11 +219,11 @@ def grade(task):
     shutil.copyfile(task["template_db"], os.path.join(shard, "gradebook.db"))
     db_url = "sqlite:///" + os.path.join(shard, "gradebook.db")
 
-    problems = []
     if task.get("sandbox", True):
-        os.makedirs(task["socket_dir"], exist_ok=True)
-        for leftover in os.listdir(task["socket_dir"]):
-            os.remove(os.path.join(task["socket_dir"], leftover))
+        # A fresh socket folder per student: whatever the last kernel left there (files,
+        # folders, sockets) must not reach or break the next student.
+        shutil.rmtree(task["socket_dir"], ignore_errors=True)
+        os.makedirs(task["socket_dir"])
         os.chmod(task["socket_dir"], 0o700)
         os.chown(task["socket_dir"], task["uid"], task["uid"])
         _chown_tree(scratch, task["uid"])
@@ -268,9 +280,8 @@ def grade(task):
         release_path = os.path.join(task["release_root"], assignment, name)
         if os.path.exists(release_path):
             try:
-                original = nbformat.read(task["files"][name], as_version=4)
                 problems.extend(f"{name}: {p}" for p in check_cells(
-                    original, nbformat.read(release_path, as_version=4)))
+                    prepared[name], nbformat.read(release_path, as_version=4)))
             except Exception:  # noqa: BLE001 - a broken notebook was already reported by nbgrader
                 pass
         lines = secret.get(nb_name, [])
@@ -293,7 +304,9 @@ def grade(task):
                             + ("" if fb.get("success") else " (nbgrader generate_feedback failed)"))
             continue
         with open(html_path, encoding="utf-8") as fh:
-            text = fh.read()
+            text = sanitize.clean_page(fh.read())  # nothing a student wrote may run in it
+        with open(html_path, "w", encoding="utf-8") as fh:
+            fh.write(text)
         leaked = redact.leaks(text, secret.get(name[:-len(".ipynb")], []))
         if leaked:
             os.remove(html_path)
@@ -302,6 +315,16 @@ def grade(task):
         result["feedback"][name] = html_path
     result["seconds"] = round(time.monotonic() - started, 2)
     return result
+
+
+def _clean_up(task):
+    """Delete what only the grading needed (the kernel's copy of the submission, nbgrader's
+    `submitted/` copy, the sockets); keep what the results need: result.json, the shard
+    gradebook (merged later), the graded notebook and the feedback."""
+    for path in (os.path.join(task["shard"], "scratch"), os.path.join(task["shard"], "submitted"),
+                 task.get("socket_dir")):
+        if path:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def run_task(task):
@@ -316,6 +339,9 @@ def run_task(task):
                   "log": traceback.format_exc()[-4000:]}
     finally:
         os.environ.pop(sandbox.ENV_VAR, None)
+        _clean_up(task)
+    # The worker's peak memory so far (a student printing gigabytes must not raise it much).
+    result["worker_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     os.makedirs(task["shard"], exist_ok=True)
     tmp = os.path.join(task["shard"], "result.json.tmp")
     with open(tmp, "w") as fh:
