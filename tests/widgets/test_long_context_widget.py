@@ -1,5 +1,6 @@
 """The pure functions behind notebook 12's demos: seeded, right, and honest about memory."""
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -121,7 +122,7 @@ def test_peak_of_plain_attention_is_two_T_by_T_matrices_and_inputs_are_not_count
 
 
 _RSS_SCRIPT = textwrap.dedent("""
-    import math, resource, sys, torch
+    import math, sys, torch
     from course_utils.widgets import long_context as demo
     from course_utils.reference.long_context import blocked_attention
 
@@ -131,30 +132,46 @@ _RSS_SCRIPT = textwrap.dedent("""
     fn = {"plain": plain, "blocked": lambda q, k, v: blocked_attention(q, k, v, block_size=128)}[sys.argv[1]]
     torch.set_num_threads(1)
     small = torch.randn(64, 64)
-    demo.peak_tensor_bytes(fn, small, small, small)  # warm up: kernels, modules, the dispatch mode
+    demo.peak_tensor_bytes(fn, small, small, small)  # warm up: kernels, modules, the counting mode
     q, k, v = (torch.randn(4096, 64) for _ in range(3))
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def status(field):  # kB -> bytes
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
+
+    # The peak so far (VmHWM) may be higher than what is resident now: reset it to the present.
+    # (getrusage's ru_maxrss would not do: Linux carries it over from the parent through exec.)
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = status("VmRSS")
     _, counted = demo.peak_tensor_bytes(fn, q, k, v)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    after = status("VmHWM")
     print(counted, after - before)
 """)
 
 
 def _counted_and_grown(kind):
-    result = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, kind], capture_output=True, text=True, check=True)
+    # glibc's malloc raises its mmap threshold as large blocks are freed, after which freed
+    # memory may stay resident and new blocks land elsewhere: resident memory then overstates
+    # what is alive. A fixed threshold returns every block of 64 KiB or more to the system.
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", OMP_NUM_THREADS="1")
+    result = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, kind], capture_output=True, text=True,
+                            check=True, env=env)
     return tuple(map(int, result.stdout.split()))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_counted_peak_agrees_with_resident_memory():
     """The count is checked against the operating system, in fresh processes: while plain
     attention runs at T = 4096 the peak resident memory grows by the counted bytes (two 64 MiB
-    matrices, give or take the allocator), and while blocked attention runs by far less."""
+    matrices, give or take the allocator and other processes' pressure on memory), and while
+    blocked attention runs by far less."""
     counted, grown = _counted_and_grown("plain")
     assert counted == 2 * 4 * 4096 * 4096
-    assert 0.9 * counted <= grown <= 1.25 * counted, (counted, grown)
+    assert 0.75 * counted <= grown <= 1.5 * counted, (counted, grown)
     blocked_counted, blocked_grown = _counted_and_grown("blocked")
     assert blocked_counted < counted / 10
-    assert blocked_grown < counted / 2, (blocked_counted, blocked_grown)
+    assert 0.75 * blocked_counted <= blocked_grown <= 2 * blocked_counted + 4 * 2**20, (blocked_counted, blocked_grown)
 
 
 def test_rotation_helper_handles_negative_positions():

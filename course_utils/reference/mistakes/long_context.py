@@ -27,8 +27,9 @@ from course_utils.grading import ATTENTION_BUILTINS, SOFTMAX_BUILTINS
 from course_utils.reference import long_context as reference
 from course_utils.reference.mistakes import Exercise, Mistake
 from course_utils.reference.mistakes import check as _check
+from course_utils.reference.mistakes import diagnose as _diagnose
 
-__all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
+__all__ = ["EXERCISES", "HIDDEN_ONLY", "check", "diagnose"]
 
 # Every catalogued mistake also fails a visible check.
 HIDDEN_ONLY = set()
@@ -388,3 +389,9 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (ROPE, WEIGHTS_BYTES, B
 def check(grade_id, fn):
     """Raise GradingError naming the mistake if `fn` is wrong; return None if right."""
     return _check(EXERCISES, grade_id, fn)
+
+
+def diagnose(grade_id, fn):
+    """The first hidden block of a test cell: raise only what can be named (a catalogued
+    mistake, a crash, a forbidden call), so that the visible checks speak next."""
+    return _diagnose(EXERCISES, grade_id, fn)
