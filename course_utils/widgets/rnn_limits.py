@@ -22,7 +22,7 @@ from course_utils.data import sequences
 
 __all__ = [
     "ACTIVATIONS", "orthogonal_recurrence", "gradient_norms", "decay_rate", "draw_gradient_norms",
-    "time_sequential_vs_parallel", "Seq2Seq", "train_seq2seq", "accuracy_by_length",
+    "multiply_adds", "time_sequential_vs_parallel", "loglog_slope", "Seq2Seq", "train_seq2seq", "accuracy_by_length",
     "accuracy_by_position", "draw_accuracy_by_length",
 ]
 
@@ -119,27 +119,45 @@ def _threads(n):
         torch.set_num_threads(before)
 
 
-def time_sequential_vs_parallel(lengths, hidden=64, batch=8, repeats=3, seed=0):
-    """Seconds (best of `repeats`) for an RNN's forward pass vs one matrix multiply, per length.
+def multiply_adds(length, hidden=64, batch=8):
+    """Multiply-adds of one RNN layer's forward pass over (batch, length) positions, state size `hidden`.
 
-    Sequential: `torch.nn.RNNCell` called once per time step, each step waiting for the last.
-    Parallel: the same amount of input projection done for all T steps at once, one
-    (B*T, hidden) x (hidden, hidden) matrix multiply, the kind of work attention and
-    convolutions are made of. Returns two lists of seconds (sequential, parallel).
-    Both run on one thread: the comparison is about the shape of the work, and on a shared
-    machine a second thread mostly measures the neighbours.
+    Every position needs x_t W_ih (hidden x hidden) and h W_hh (hidden x hidden): 2 * hidden^2
+    multiply-adds each, so 2 * batch * length * hidden^2 in all, for the loop and the one multiply alike.
+    """
+    return 2 * batch * length * hidden ** 2
+
+
+def time_sequential_vs_parallel(lengths, hidden=64, batch=8, repeats=3, seed=0, threads=1):
+    """CPU seconds (best of `repeats`) for an RNN's forward pass vs the same arithmetic done at once, per length.
+
+    CPU time of this process (`time.process_time`), not wall-clock time, so that other programs
+    on a shared machine do not inflate the numbers (with more than one thread it adds up the
+    threads' time, so it does not show a speed-up from several cores).
+
+    Sequential: `torch.nn.RNNCell` called once per time step, each step waiting for the last:
+    T dependent steps, each two small (batch, hidden) x (hidden, hidden) products, a bias and a tanh.
+    Parallel: the same multiply-adds (`multiply_adds`) with no dependence between positions: one
+    (batch*T, 2*hidden) x (2*hidden, hidden) product of the inputs and a second block of states
+    side by side with the cell's two weight matrices stacked, then the same bias and tanh, the
+    kind of work attention and convolutions are made of. Returns two lists of seconds
+    (sequential, parallel). Both run on `threads` threads (default one: the comparison is about
+    the shape of the work, and on a shared machine a second thread mostly measures the neighbours).
     """
     torch.manual_seed(seed)
     cell = nn.RNNCell(hidden, hidden)
-    with _threads(1):
-        return _time_both(cell, torch.randn(hidden, hidden), lengths, hidden, batch, repeats)
+    with _threads(threads):
+        return _time_both(cell, lengths, hidden, batch, repeats)
 
 
-def _time_both(cell, weight, lengths, hidden, batch, repeats):
+def _time_both(cell, lengths, hidden, batch, repeats):
     sequential, parallel = [], []
+    stacked = torch.cat([cell.weight_ih, cell.weight_hh], dim=1).T.contiguous()  # (2 hidden, hidden)
+    bias = cell.bias_ih + cell.bias_hh
     with torch.no_grad():
         for length in lengths:
             x = torch.randn(batch, length, hidden)
+            x_and_h = torch.randn(batch * length, 2 * hidden)  # inputs and states, all known up front
 
             def run_rnn():
                 h = torch.zeros(batch, hidden)
@@ -148,16 +166,22 @@ def _time_both(cell, weight, lengths, hidden, batch, repeats):
                 return h
 
             def run_matmul():
-                return x.reshape(-1, hidden) @ weight
+                return torch.tanh(torch.addmm(bias, x_and_h, stacked))
 
             for fn, out in ((run_rnn, sequential), (run_matmul, parallel)):
+                fn()  # warm-up: first-call allocations are not part of the work
                 best = float("inf")
                 for _ in range(repeats):
-                    start = time.perf_counter()
+                    start = time.process_time()
                     fn()
-                    best = min(best, time.perf_counter() - start)
+                    best = min(best, time.process_time() - start)
                 out.append(best)
     return sequential, parallel
+
+
+def loglog_slope(lengths, seconds):
+    """The exponent p of a least-squares fit seconds ~ c * length^p (a straight line on log-log axes)."""
+    return float(np.polyfit(np.log(np.asarray(lengths, dtype=float)), np.log(np.asarray(seconds, dtype=float)), 1)[0])
 
 
 class Seq2Seq(nn.Module):
@@ -201,11 +225,13 @@ class Seq2Seq(nn.Module):
 
 
 def train_seq2seq(task="copy", lengths=range(2, 17), steps=600, n_symbols=8, hidden=32, embed=16,
-                  batch_size=64, lr=1e-2, seed=0, progress=None):
+                  batch_size=64, lr=1e-2, seed=0, progress=None, callback=None):
     """Train a `Seq2Seq` on `task` with lengths drawn from `lengths`; returns (model, losses).
 
     Seeded and single-threaded, so the same arguments give the same model on every run.
-    `progress` wraps the range of steps (e.g. a tqdm bar) when given.
+    `progress` wraps the range of steps (e.g. a tqdm bar) when given; `callback(step, model)`, when
+    given, is called after each step (step = 1, 2, ...), e.g. to keep a copy of the model part-way:
+    the first n steps of a longer run are exactly a run of n steps.
     """
     torch.manual_seed(seed)
     model = Seq2Seq(n_symbols, hidden, embed)
@@ -215,7 +241,7 @@ def train_seq2seq(task="copy", lengths=range(2, 17), steps=600, n_symbols=8, hid
     losses = []
     with _threads(1):
         model.train()
-        for _ in (progress(range(steps)) if progress else range(steps)):
+        for step in (progress(range(steps)) if progress else range(steps)):
             source, target = next(stream)
             optimizer.zero_grad()
             logits = model(source, target)
@@ -224,6 +250,8 @@ def train_seq2seq(task="copy", lengths=range(2, 17), steps=600, n_symbols=8, hid
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             losses.append(loss.item())
+            if callback is not None:
+                callback(step + 1, model)
     model.eval()
     return model, losses
 
