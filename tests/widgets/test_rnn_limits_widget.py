@@ -108,3 +108,30 @@ def test_drawings_have_titles_and_labels():
     ax = demo.draw_accuracy_by_length({2: 1.0, 3: 0.5}, n_symbols=8, trained_lengths=[2, 3])
     assert ax.get_title() and ax.get_ylabel() == "token accuracy"
     matplotlib.pyplot.close("all")
+
+
+def test_multiply_adds_count_both_products_of_every_position():
+    # x_t W_ih and h W_hh: two (H x H) products per position, B * T positions.
+    assert demo.multiply_adds(10, hidden=4, batch=3) == 2 * 3 * 10 * 16
+
+
+def test_loglog_slope_of_an_exact_power_law():
+    lengths = [16, 32, 64, 128]
+    assert abs(demo.loglog_slope(lengths, [3e-6 * n ** 1.5 for n in lengths]) - 1.5) < 1e-9
+
+
+def test_a_copy_kept_part_way_equals_the_shorter_run():
+    import copy
+
+    kept = {}
+
+    def keep(step, model):
+        if step == 3:
+            kept[step] = copy.deepcopy(model)
+
+    short, short_losses = demo.train_seq2seq("reverse", lengths=range(2, 5), steps=3, hidden=8, embed=4, batch_size=4)
+    _, long_losses = demo.train_seq2seq("reverse", lengths=range(2, 5), steps=6, hidden=8, embed=4, batch_size=4,
+                                        callback=keep)
+    assert long_losses[:3] == short_losses
+    for a, b in zip(short.parameters(), kept[3].parameters()):
+        assert torch.equal(a, b)
