@@ -15,6 +15,7 @@ from course_utils.reference.causal_cnn import conv_output_length as _ref_conv_ou
 from course_utils.reference.causal_cnn import receptive_field as _ref_receptive_field
 from course_utils.reference.causal_cnn_exercises import causal_conv1d as _ref_causal_conv1d
 from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 
 # Every catalogued mistake fails a visible test too.
@@ -298,3 +299,9 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (CONV, RECEPTIVE_FIELD,
 def check(grade_id, fn):
     """Raise GradingError naming the mistake if fn is wrong for the exercise `grade_id`."""
     return _check(EXERCISES, grade_id, fn)
+
+
+def diagnose(grade_id, fn):
+    """Raise GradingError if `fn` crashes, breaks a rule or makes a catalogued mistake; silent on an
+    uncatalogued wrong answer, which the test cell's last hidden line (`check`) then fails."""
+    return _diagnose(EXERCISES, grade_id, fn)

@@ -12,6 +12,7 @@ import torch
 from course_utils.reference.embeddings_positions import cosine_similarity as _ref_cosine_similarity
 from course_utils.reference.embeddings_positions import one_hot as _ref_one_hot
 from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 from course_utils.reference.positions import relative_rotation as _ref_relative_rotation
 from course_utils.reference.positions import sinusoidal_positional_encoding as _ref_sinusoidal
@@ -332,3 +333,9 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (ONE_HOT, COSINE, SINUS
 def check(grade_id, fn):
     """Raise GradingError naming the mistake if fn is wrong for the exercise `grade_id`."""
     return _check(EXERCISES, grade_id, fn)
+
+
+def diagnose(grade_id, fn):
+    """Raise GradingError if `fn` crashes, breaks a rule or makes a catalogued mistake; silent on an
+    uncatalogued wrong answer, which the test cell's last hidden line (`check`) then fails."""
+    return _diagnose(EXERCISES, grade_id, fn)

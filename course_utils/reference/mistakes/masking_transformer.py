@@ -30,6 +30,7 @@ from course_utils.grading import SOFTMAX_BUILTINS, GradingError, call_without
 from course_utils.reference import attention
 from course_utils.reference import masking_transformer as reference
 from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 from course_utils.reference.mistakes.gradients import GradientExercise
 from course_utils.tiny_lm import MaskedSelfAttention
@@ -469,9 +470,9 @@ class BlockExercise(Exercise):
     def describe_case(self, case):
         return f" ({_describe(case)})"
 
-    def check(self, student_factory):
+    def check(self, student_factory, generic=True):
         with torch.no_grad():  # grading compares outputs; no graph needed
-            return super().check(student_factory)
+            return super().check(student_factory, generic)
 
 
 BLOCK = BlockExercise(
@@ -529,3 +530,9 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (CAUSAL, PADDING, MASKE
 def check(grade_id, fn):
     """Raise GradingError naming the mistake if `fn` is wrong; return None if right."""
     return _check(EXERCISES, grade_id, fn)
+
+
+def diagnose(grade_id, fn):
+    """Raise GradingError if `fn` crashes, breaks a rule or makes a catalogued mistake; silent on an
+    uncatalogued wrong answer, which the test cell's last hidden line (`check`) then fails."""
+    return _diagnose(EXERCISES, grade_id, fn)

@@ -20,6 +20,7 @@ from torch import nn
 from course_utils.grading import ATTENTION_BUILTINS, GradingError, call_without
 from course_utils.reference import attention, multi_head as reference
 from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "ModuleExercise", "check"]
@@ -388,3 +389,9 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (SPLIT, MERGE, ATTENTIO
 def check(grade_id, fn):
     """Raise GradingError naming the mistake if `fn` is wrong; return None if right."""
     return _check(EXERCISES, grade_id, fn)
+
+
+def diagnose(grade_id, fn):
+    """Raise GradingError if `fn` crashes, breaks a rule or makes a catalogued mistake; silent on an
+    uncatalogued wrong answer, which the test cell's last hidden line (`check`) then fails."""
+    return _diagnose(EXERCISES, grade_id, fn)

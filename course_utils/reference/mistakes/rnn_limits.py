@@ -25,6 +25,7 @@ wrong answer for a call of the reference.
 import torch
 
 from course_utils.reference import mistakes as framework
+from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference import rnn_limits as reference
 from course_utils.reference.mistakes import Exercise, Mistake
 
@@ -298,3 +299,9 @@ EXERCISES = {
 def check(grade_id, student_fn):
     """The hidden test of one exercise: GradingError naming the mistake, or None when right."""
     return framework.check(EXERCISES, grade_id, student_fn)
+
+
+def diagnose(grade_id, fn):
+    """Raise GradingError if `fn` crashes, breaks a rule or makes a catalogued mistake; silent on an
+    uncatalogued wrong answer, which the test cell's last hidden line (`check`) then fails."""
+    return _diagnose(EXERCISES, grade_id, fn)

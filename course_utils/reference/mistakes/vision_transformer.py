@@ -20,6 +20,7 @@ from torch.nn import functional as F
 
 from course_utils.grading import CONV_BUILTINS, UNFOLD_BUILTINS
 from course_utils.reference import mistakes as framework
+from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference import vision_transformer as reference
 from course_utils.reference.mistakes import Exercise, Mistake
 
@@ -371,3 +372,9 @@ EXERCISES = {
 def check(grade_id, student_fn):
     """The hidden test of one exercise: GradingError naming the mistake, or None when right."""
     return framework.check(EXERCISES, grade_id, student_fn)
+
+
+def diagnose(grade_id, fn):
+    """Raise GradingError if `fn` crashes, breaks a rule or makes a catalogued mistake; silent on an
+    uncatalogued wrong answer, which the test cell's last hidden line (`check`) then fails."""
+    return _diagnose(EXERCISES, grade_id, fn)
