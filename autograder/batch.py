@@ -26,7 +26,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from . import export, intake, redact, sandbox, worker
+from . import export, intake, redact, report, sandbox, worker
 from .intake import Problem
 
 SOLUTION_STUDENT = intake.SOLUTION_STUDENT
@@ -383,6 +383,10 @@ class Batch:
                                          f"({type(exc).__name__}: {str(exc)[:300]}); the CSVs and "
                                          "feedback are complete, the gradebook is unchanged"))
         self.export_failures = export.write_all(self, taken, results, graded_assignments)
+        try:  # what the class got wrong: mistakes.csv and report.html (no student names)
+            report.write(results.values(), self.out)
+        except Exception as exc:  # noqa: BLE001 - the grades are complete; the report is extra
+            self.export_failures.append(f"report.html / mistakes.csv: {type(exc).__name__}: {str(exc)[:300]}")
         self.say("exported" if not self.export_failures else "export incomplete")
         return results
 

@@ -251,6 +251,7 @@ def grade(task):
         return result
 
     result["cells"] = _scores(db_url, assignment, student)
+    messages = {}  # (notebook, grade_id) -> the test cell's first error, for the class report
     secret = task.get("secret_lines", {})
     for name in sorted(task["files"]):
         if not name.endswith(".ipynb"):
@@ -270,6 +271,8 @@ def grade(task):
             for output in cell.get("outputs", []):
                 if output.get("output_type") != "error":
                     continue
+                if gid:
+                    messages.setdefault((nb_name, gid), f"{output.get('ename')}: {output.get('evalue')}"[:1000])
                 if output.get("ename") == "TamperError":
                     tampering.add(str(output.get("evalue", "")).strip())
                 elif output.get("ename") == "Timeout" and not graded.metadata.get(BROKEN_KEY):
@@ -289,6 +292,8 @@ def grade(task):
             problems.append(f"{name}: an output quoted the hidden tests and was removed from feedback")
         nbformat.write(graded, graded_path)
 
+    for row in result["cells"]:
+        row["message"] = messages.get((row["notebook"], row["grade_id"]), "")
     timing["redact"] = time.monotonic() - started - sum(timing.values())
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         fb = api.generate_feedback(assignment, student, force=True)

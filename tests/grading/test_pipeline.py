@@ -67,6 +67,19 @@ def test_csv_contract(small):
 
 
 @pytest.mark.slow
+def test_the_batch_writes_the_class_report(small):
+    """`make grade` also writes mistakes.csv and report.html, counted over graded students only
+    (the fixture has no catalogue, so bob's failure is uncatalogued), with no student named."""
+    root, _, _, first = small
+    out = root / "out"
+    rows = {(r["exercise"], r["outcome"]): r["students"] for r in H.read_csv(out / "mistakes.csv")}
+    assert rows == {("fixture_double", "passed"): "2", ("fixture_rows", "passed"): "1",
+                    ("fixture_rows", "uncatalogued"): "1"}
+    page = (out / "report.html").read_text()
+    assert "fixture_rows" in page and not any(name in page for name in ("alice", "bob", "carol"))
+
+
+@pytest.mark.slow
 def test_rerun_resumes_and_gives_identical_csvs(small):
     root, course, subs, first = small
     before = {n: read(root / "out", n) for n in CSVS}
