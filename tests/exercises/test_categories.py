@@ -133,17 +133,59 @@ def _other_kind(value):
     return value
 
 
-@pytest.mark.parametrize("notebook, exercise", _function_exercises())
-def test_a_result_of_the_wrong_kind_fails_with_a_sentence(notebook, exercise):
+def _must_fail_when_changed(notebook, exercise, change, why_not):
+    """Run the test cell with the solution's results passed through `change`; it must fail."""
     s = spec(exercise)
     solution = solved_namespace(notebook)[s.function_name]
     sample = s.run(solution, s.cases()[0])
-    if _other_kind(sample) is sample:
-        pytest.skip("the result is not a tensor, an array or a number")
+    if change(sample) is sample:
+        pytest.skip(why_not)
 
     @functools.wraps(solution)
-    def other(*args, **kwargs):
-        return _other_kind(solution(*args, **kwargs))
+    def changed(*args, **kwargs):
+        return change(solution(*args, **kwargs))
 
     with pytest.raises(GradingError):
-        run_test_cell(notebook, exercise, other)
+        run_test_cell(notebook, exercise, changed)
+
+
+@pytest.mark.parametrize("notebook, exercise", _function_exercises())
+def test_a_result_of_the_wrong_kind_fails_with_a_sentence(notebook, exercise):
+    _must_fail_when_changed(notebook, exercise, _other_kind, "the result is not a tensor, an array or a number")
+
+
+@pytest.mark.parametrize("notebook, exercise", [pytest.param(nb, ex, id=ex.grade_id) for nb, ex in EXERCISES])
+def test_the_test_cell_diagnoses_first_and_checks_last(notebook, exercise):
+    """The hidden block at the top names catalogued mistakes before a visible check reports their
+    symptom; the one at the bottom fails, after the visible hints had their say, any wrong answer
+    left. Without the bottom one an uncatalogued wrong answer would pass."""
+    import re
+    blocks = re.findall(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", exercise.test_source, re.S)
+    assert len(blocks) == 2, f"{exercise.grade_id}_tests needs two hidden blocks, has {len(blocks)}"
+    assert f'catalogue.diagnose("{exercise.grade_id}"' in blocks[0]
+    assert f'catalogue.check("{exercise.grade_id}"' in blocks[1]
+    after = exercise.test_source.rsplit("### END HIDDEN TESTS", 1)[1].strip().splitlines()
+    assert len(after) == 1 and after[0].startswith("print("), "only the closing print may follow the last check"
+
+
+def _off(value):
+    """A wrong version of a result that no catalogue lists: floats moved, integers off by one."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value * 1.37 + 0.11
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return value * 1.37 + 0.11
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, tuple):  # the first element that can be made wrong
+        for i, item in enumerate(value):
+            changed = _off(item)
+            if changed is not item:
+                return value[:i] + (changed,) + value[i + 1:]
+    return value
+
+
+@pytest.mark.parametrize("notebook, exercise", _function_exercises())
+def test_an_uncatalogued_wrong_answer_fails(notebook, exercise):
+    _must_fail_when_changed(notebook, exercise, _off, "no simple way to make this result wrong")
