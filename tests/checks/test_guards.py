@@ -347,3 +347,17 @@ def test_only_the_outermost_forbidden_call_is_named():
         grading.call_without(lambda z: torch.autograd.functional.jacobian(_softmax_of, z),
                              (torch.randn(4, dtype=torch.float64),), forbidden=grading.AUTOGRAD_BUILTINS)
     assert "uses torch.autograd.functional.jacobian:" in str(failure.value)
+
+
+def test_the_shipped_demo_code_is_off_limits_where_it_computes_an_answer():
+    """Notebook 11's widgets filter distributions for the demos; an answer that calls them is
+    using someone else's answer, and the hidden check says so."""
+    from course_utils.grading import GradingError
+    from course_utils.reference.mistakes import fast_generation as catalogue
+    from course_utils.widgets import fast_generation as demo
+
+    def top_k_probs(logits, k, temperature=1.0):
+        return demo.next_token_distribution(logits, temperature=temperature, k=k)
+
+    with pytest.raises(GradingError, match="next_token_distribution"):
+        catalogue.check("fast_generation_top_k", top_k_probs)

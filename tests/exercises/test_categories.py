@@ -189,3 +189,31 @@ def _off(value):
 @pytest.mark.parametrize("notebook, exercise", _function_exercises())
 def test_an_uncatalogued_wrong_answer_fails(notebook, exercise):
     _must_fail_when_changed(notebook, exercise, _off, "no simple way to make this result wrong")
+
+
+def _gradient_exercises():
+    from course_utils.reference.mistakes.gradients import GradientExercise
+    return [p for p in _function_exercises()
+            if isinstance(spec(p.values[1]), GradientExercise) and spec(p.values[1]).make_gradient_cases]
+
+
+def _detached(value):
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, tuple):
+        return tuple(_detached(v) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("notebook, exercise", _gradient_exercises())
+def test_an_answer_later_cells_cannot_train_through_fails(notebook, exercise):
+    """Right values with no gradient (computed under torch.no_grad(), .detach()ed) break the
+    training a later cell runs through the function: the hidden check must say so."""
+    solution = solved_namespace(notebook)[spec(exercise).function_name]
+
+    @functools.wraps(solution)
+    def detached(*args, **kwargs):
+        return _detached(solution(*args, **kwargs))
+
+    with pytest.raises(GradingError, match="gradients cannot flow"):
+        run_test_cell(notebook, exercise, detached)

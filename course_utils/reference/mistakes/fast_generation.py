@@ -482,6 +482,13 @@ TOP_P_MISTAKES = (
 )
 
 
+# The demos must run before the student answers, so the shipped widget module computes the same
+# things (a KV cache, the filtered distributions, cache sizes): calling it is using the answer.
+_WIDGETS = "course_utils.widgets.fast_generation:"
+WIDGET_CACHE = tuple(_WIDGETS + name for name in ("StaticCache", "static_forward", "generate_ids"))
+WIDGET_SAMPLING = tuple(_WIDGETS + name for name in ("next_token_distribution", "next_token_probs", "sample_text"))
+WIDGET_COUNTING = (_WIDGETS + "cache_table",)
+
 EXERCISES = {exercise.grade_id: exercise for exercise in (
     CacheExercise(
         grade_id="fast_generation_kv_cache",
@@ -490,6 +497,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
         make_cases=kv_cache_cases,
         mistakes=KV_CACHE_MISTAKES,
         output_names=("your logits", "your final cache", "whether the caches passed in stayed unchanged"),
+        forbidden=WIDGET_CACHE,
         atol=1e-5, rtol=1e-5,
         crash_hint="tokens is (B, T_new); cache is None or a list with one (k, v) pair per block, "
                    "each (B, num_heads, T_past, head_dim); concatenate along dim=2",
@@ -501,6 +509,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
         make_cases=cache_bytes_cases,
         mistakes=CACHE_BYTES_MISTAKES,
         output_names=("your byte count",),
+        forbidden=WIDGET_COUNTING,
         atol=0.0, rtol=0.0,
     ),
     ValueExercise(
@@ -519,6 +528,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
         make_cases=top_k_cases,
         mistakes=TOP_K_MISTAKES,
         output_names=("your probabilities",),
+        forbidden=WIDGET_SAMPLING,
         atol=1e-6, rtol=1e-5,
         crash_hint="logits has any number of leading dimensions and the vocabulary last; k may be "
                    "larger than the vocabulary (then every token is kept); temperature may be 0",
@@ -530,6 +540,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
         make_cases=top_p_cases,
         mistakes=TOP_P_MISTAKES,
         output_names=("your probabilities",),
+        forbidden=WIDGET_SAMPLING,
         atol=1e-6, rtol=1e-5,
         crash_hint="logits has any number of leading dimensions and the vocabulary last, and may "
                    "hold -inf (a token already ruled out)",

@@ -55,7 +55,10 @@ class GradientExercise(Exercise):
                 ".numpy() or torch.no_grad().")
         weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(self.seed)).to(out.dtype)
         grads = torch.autograd.grad((out * weights).sum(), leaves, allow_unused=True)
-        return tuple(torch.zeros_like(x) if g is None else g for x, g in zip(leaves, grads))
+        grads = tuple(torch.zeros_like(x) if g is None else g for x, g in zip(leaves, grads))
+        # A float32 computation has float32 gradients, whatever the dtype of the inputs: compare
+        # them with float32's tolerances, as the outputs are.
+        return tuple(g.to(out.dtype) for g in grads) if out.dtype in (torch.float32, torch.float16, torch.bfloat16) else grads
 
     def gradient_difference(self, got, expected):
         """None if the gradients agree (nan only where the expected one is nan), else a sentence."""

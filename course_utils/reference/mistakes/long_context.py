@@ -117,6 +117,8 @@ ROPE = Exercise(
     reference=reference.apply_rope,
     make_cases=_rope_cases,
     output_names=("your rotated tensor",),
+    # The demo model's own rotation ships with the widgets: calling it is using an answer.
+    forbidden=tuple("course_utils.widgets.long_context:" + name for name in ("_turn", "_turns", "PositionModel")),
     atol=1e-5,
     rtol=1e-4,
     crash_hint="x is (..., T, d) with d even and positions (T,) integers (or None for 0..T-1); "

@@ -28,6 +28,7 @@ from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference import rnn_limits as reference
 from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes.gradients import GradientExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "RNN_BUILTINS", "check"]
 
@@ -257,8 +258,9 @@ _CRASH_HINTS = {
 EXERCISES = {
     exercise.grade_id: exercise
     for exercise in (
-        Exercise(
+        GradientExercise(  # notebook 01 trains a seq2seq model through it
             grade_id="rnn_limits_step",
+            make_gradient_cases=lambda seed: rnn_step_cases(seed)[:2],
             function_name="rnn_step",
             reference=reference.rnn_step,
             make_cases=rnn_step_cases,
@@ -269,8 +271,9 @@ EXERCISES = {
             rtol=1e-6,
             crash_hint=_CRASH_HINTS["rnn_limits_step"],
         ),
-        Exercise(
+        GradientExercise(  # notebook 01 trains a seq2seq model through it
             grade_id="rnn_limits_forward",
+            make_gradient_cases=lambda seed: rnn_forward_cases(seed)[:2],
             function_name="rnn_forward",
             reference=reference.rnn_forward,
             make_cases=rnn_forward_cases,

@@ -23,6 +23,7 @@ from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference import vision_transformer as reference
 from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes.gradients import GradientExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 
@@ -330,8 +331,9 @@ EXERCISES = {
             rtol=1e-12,
             crash_hint=_CRASH_HINTS["vision_transformer_patchify"],
         ),
-        Exercise(
+        GradientExercise(  # notebook 09 trains the ViT through it
             grade_id="vision_transformer_patch_embedding",
+            make_gradient_cases=lambda seed: patch_embedding_cases(seed)[:2],
             function_name="patch_embedding",
             reference=reference.patch_embedding,
             make_cases=patch_embedding_cases,
@@ -342,8 +344,9 @@ EXERCISES = {
             rtol=1e-7,
             crash_hint=_CRASH_HINTS["vision_transformer_patch_embedding"],
         ),
-        Exercise(
+        GradientExercise(  # notebook 09 trains the ViT through it
             grade_id="vision_transformer_class_token",
+            make_gradient_cases=lambda seed: class_token_cases(seed)[:2],
             function_name="prepend_class_token",
             reference=reference.prepend_class_token,
             make_cases=class_token_cases,
