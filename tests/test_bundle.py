@@ -80,7 +80,7 @@ def test_answered_notebook_runs_without_the_reference(unpacked, notebook):
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(WHERE_FROM.format(root=str(root))))
     env = dict(os.environ, PYTHONPATH=str(root))  # the bundle's course_utils, not the instructor's
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}})
     client.km = client.create_kernel_manager()
     client.start_new_kernel(env=env, cwd=str(path.parent))
