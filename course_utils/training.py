@@ -49,3 +49,64 @@ def train(model, batches, loss_fn, optimizer, steps, description="training"):
         if len(losses) % 20 == 0:
             bar.set_postfix(loss=f"{sum(losses[-20:]) / 20:.3f}")
     return losses
+
+
+# --------------------------------------------------------------------------- next-character LMs
+# Notebooks 08 and 11 both train a small language model on the course's generated text: one loop
+# serves both, whatever the model (08's CharLM, 11's DecoderLM).
+
+class LMRun:
+    """A trained next-character model: the model, its vocabulary, the per-step training losses,
+    and the encoded training and held-out texts (1-D long tensors)."""
+
+    def __init__(self, model, vocab, losses, train_ids, held_out_ids):
+        self.model, self.vocab, self.losses = model, vocab, losses
+        self.train_ids, self.held_out_ids = train_ids, held_out_ids
+
+
+def text_batch(ids, batch_size, context, generator):
+    """Random windows of `ids`: inputs (B, context) and the same windows shifted by one."""
+    starts = torch.randint(0, len(ids) - context - 1, (batch_size,), generator=generator).tolist()
+    return (torch.stack([ids[s:s + context] for s in starts]),
+            torch.stack([ids[s + 1:s + context + 1] for s in starts]))
+
+
+@one_thread()
+def train_next_char(make_model, steps, context, batch_size, lr, seed=0, text=None, progress=None):
+    """Train `make_model(vocab_size)` with Adam to predict the next character of `text` (the
+    course's generated text by default), the last 10% held out. `progress`, if given, wraps the
+    range of steps. Seeded: the same arguments give the same model and losses. Returns an LMRun."""
+    from course_utils.data.text import Vocabulary, make_text
+
+    text = make_text() if text is None else text
+    vocab = Vocabulary(text)
+    ids = torch.tensor(vocab.encode(text))
+    split = int(0.9 * len(ids))
+    train_ids, held_out_ids = ids[:split], ids[split:]
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    model = make_model(len(vocab))
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    model.train()
+    for _ in (progress or (lambda r: r))(range(steps)):
+        x, y = text_batch(train_ids, batch_size, context, generator)
+        loss = torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    return LMRun(model, vocab, losses, train_ids, held_out_ids)
+
+
+@one_thread()
+@torch.no_grad()
+def held_out_loss(run, n_batches=8, batch_size=32, seed=1):
+    """Mean cross-entropy (nats per character) on windows of the held-out text."""
+    generator = torch.Generator().manual_seed(seed)
+    total = 0.0
+    for _ in range(n_batches):
+        x, y = text_batch(run.held_out_ids, batch_size, run.model.context, generator)
+        total += torch.nn.functional.cross_entropy(run.model(x).flatten(0, 1), y.flatten()).item()
+    return total / n_batches

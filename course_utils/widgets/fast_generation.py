@@ -17,9 +17,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course_utils.data.text import Vocabulary, make_text
 from course_utils.decoder_lm import DecoderLM
-from course_utils.training import one_thread
+from course_utils import training
+from course_utils.training import LMRun, one_thread, train_next_char
 
 __all__ = [
     "StaticCache", "static_forward", "generate_ids", "time_per_token", "loglog_slope",
@@ -164,57 +164,17 @@ def cache_table(T=4096, bytes_per_value=2, batch_size=1, configs=None):
 
 # --------------------------------------------------------------------------- a trained model
 
-class LMRun:
-    """What `train_lm` returns: the model, its vocabulary, the per-step losses, the encoded
-    training and held-out texts."""
-
-    def __init__(self, model, vocab, losses, train_ids, held_out_ids):
-        self.model, self.vocab, self.losses = model, vocab, losses
-        self.train_ids, self.held_out_ids = train_ids, held_out_ids
-
-
-def _batch(ids, batch_size, context, generator):
-    starts = torch.randint(0, len(ids) - context - 1, (batch_size,), generator=generator).tolist()
-    return (torch.stack([ids[s:s + context] for s in starts]),
-            torch.stack([ids[s + 1:s + context + 1] for s in starts]))
-
-
-@one_thread()
 def train_lm(steps=200, context=64, batch_size=16, d_model=32, num_heads=2, num_layers=2, d_ff=64,
              lr=1e-2, seed=0, progress=None):
     """Train a `DecoderLM` on the course's generated text (notebook 08's), the last 10% held out.
     Adam, seeded: the same arguments give the same model. Returns an `LMRun`."""
-    text = make_text()
-    vocab = Vocabulary(text)
-    ids = torch.tensor(vocab.encode(text))
-    split = int(0.9 * len(ids))
-    torch.manual_seed(seed)
-    generator = torch.Generator().manual_seed(seed)
-    model = DecoderLM(len(vocab), context, d_model, num_heads, num_layers, d_ff)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    model.train()
-    for _ in (progress or (lambda r: r))(range(steps)):
-        x, y = _batch(ids[:split], batch_size, context, generator)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    model.eval()
-    return LMRun(model, vocab, losses, ids[:split], ids[split:])
+    return train_next_char(lambda vocab_size: DecoderLM(vocab_size, context, d_model, num_heads, num_layers, d_ff),
+                           steps, context, batch_size, lr, seed=seed, progress=progress)
 
 
-@one_thread()
-@torch.no_grad()
 def held_out_loss(run, n_batches=8, batch_size=16, seed=1):
     """Mean cross-entropy (nats per character) on windows of the held-out text."""
-    generator = torch.Generator().manual_seed(seed)
-    total = 0.0
-    for _ in range(n_batches):
-        x, y = _batch(run.held_out_ids, batch_size, run.model.context, generator)
-        total += F.cross_entropy(run.model(x).flatten(0, 1), y.flatten()).item()
-    return total / n_batches
+    return training.held_out_loss(run, n_batches=n_batches, batch_size=batch_size, seed=seed)
 
 
 # --------------------------------------------------------------------------- sampling

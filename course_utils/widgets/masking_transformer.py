@@ -14,9 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.data.text import Vocabulary, make_text
 from course_utils.tiny_lm import CharLM
-from course_utils.training import one_thread
+from course_utils.training import LMRun, held_out_loss, one_thread, train_next_char
 
 __all__ = [
     "LMRun", "train_char_lm", "held_out_loss", "next_char_probabilities", "generate",
@@ -25,61 +24,13 @@ __all__ = [
 ]
 
 
-class LMRun:
-    """What `train_char_lm` returns: the model, its vocabulary, the per-step training losses,
-    and the encoded training and held-out texts (1-D long tensors)."""
-
-    def __init__(self, model, vocab, losses, train_ids, held_out_ids):
-        self.model, self.vocab, self.losses = model, vocab, losses
-        self.train_ids, self.held_out_ids = train_ids, held_out_ids
-
-
-def _batch(ids, batch_size, context, generator):
-    starts = torch.randint(0, len(ids) - context - 1, (batch_size,), generator=generator)
-    x = torch.stack([ids[s:s + context] for s in starts.tolist()])
-    y = torch.stack([ids[s + 1:s + context + 1] for s in starts.tolist()])
-    return x, y
-
-
-@one_thread()
 def train_char_lm(steps=300, context=32, batch_size=32, d_model=64, num_heads=4, num_layers=2,
                   d_ff=128, lr=3e-3, seed=0, text=None, progress=None):
     """Train a `CharLM` with Adam to predict the next character of the course's text (the last
     10% held out). `progress`, if given, wraps the range of steps (e.g. a tqdm bar).
     Returns an `LMRun`. The same arguments always give the same model and losses."""
-    text = make_text() if text is None else text
-    vocab = Vocabulary(text)
-    ids = torch.tensor(vocab.encode(text))
-    split = int(0.9 * len(ids))
-    train_ids, held_out_ids = ids[:split], ids[split:]
-    torch.manual_seed(seed)
-    generator = torch.Generator().manual_seed(seed)
-    model = CharLM(len(vocab), context, d_model, num_heads, num_layers, d_ff)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    model.train()
-    for _ in (progress or (lambda r: r))(range(steps)):
-        x, y = _batch(train_ids, batch_size, context, generator)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    model.eval()
-    return LMRun(model, vocab, losses, train_ids, held_out_ids)
-
-
-@one_thread()
-@torch.no_grad()
-def held_out_loss(run, n_batches=8, batch_size=32, seed=1):
-    """Mean cross-entropy (nats per character) on windows of the held-out text."""
-    generator = torch.Generator().manual_seed(seed)
-    context = run.model.context
-    total = 0.0
-    for _ in range(n_batches):
-        x, y = _batch(run.held_out_ids, batch_size, context, generator)
-        total += F.cross_entropy(run.model(x).flatten(0, 1), y.flatten()).item()
-    return total / n_batches
+    return train_next_char(lambda vocab_size: CharLM(vocab_size, context, d_model, num_heads, num_layers, d_ff),
+                           steps, context, batch_size, lr, seed=seed, text=text, progress=progress)
 
 
 def _prompt_ids(run, prompt):
