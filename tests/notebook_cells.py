@@ -10,7 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
 RELEASE = ROOT / "notebooks"
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
-CATALOGUE_IMPORT = re.compile(r"from course_utils\.reference\.mistakes import (\w+) as catalogue")
+CATALOGUE_IMPORT = re.compile(r'catalogue = hidden\.catalogue\("(\w+)"\)')
 
 
 def solution_notebooks():
