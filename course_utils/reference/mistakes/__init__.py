@@ -4,28 +4,33 @@ Instructor side, as secret as the reference: recognising a mistake means computi
 
 An `Exercise` bundles what the hidden tests of one exercise need: the reference, the inputs
 to try (random but fixed per exercise, so grading is repeatable), how to compare outputs, the
-functions the student may not call, and the catalogue of `Mistake`s. `Exercise.check(fn)`:
+functions the student may not call, and the catalogue of `Mistake`s. Grading an answer has two
+halves, which may run in different processes:
 
-1. runs the student's function on every case under the forbidden-API guard;
-2. passes if every output matches the reference;
-3. otherwise looks for the catalogued mistake whose output the student's output equals, and
-   raises `GradingError` with that mistake's message ("did you divide by d_k instead of ...?");
-4. otherwise raises `GradingError` describing the first mismatch.
+1. `course_utils.grading.probe.collect(exercise.spec(), answer)` runs the answer on every case
+   under the forbidden-API guard (in the student's sandbox, under the autograder) and returns
+   what came out as plain data; `spec()` holds the inputs and nothing that gives an answer away;
+2. `exercise.judge(records)` (here, with the reference) passes if every output matches the
+   reference; otherwise it looks for the catalogued mistake whose outputs the student's equal
+   and raises `GradingError` with that mistake's message ("did you divide by d_k instead of
+   ...?"); otherwise it raises `GradingError` describing the first mismatch.
+
+`exercise.check(answer)` does both in this process, with the records written and read back
+exactly as the grader reads them.
 
 The same catalogue drives the mutation tests (tests/exercises): every mistake, fed to the
 notebook's test cell, must fail it with its own message.
 """
-import copy
 import dataclasses
-import inspect
 import zlib
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
-from course_utils.grading import GradingError, call_without, mismatch, tamper
+from course_utils.grading import GradingError, mismatch, probe
 from course_utils.grading.guards import describe_arguments
+from course_utils.grading.probe import changed_argument  # noqa: F401  (catalogues' tests use it)
 
 # A float32 (or half) result carries about 7 significant digits, and how they round depends on
 # the order of the additions, which depends on the CPU's kernels. Such results are compared with
@@ -37,25 +42,6 @@ FLOAT32_ATOL = 1e-5
 def _low_precision(value):
     dtype = getattr(value, "dtype", None)
     return dtype in (torch.float32, torch.float16, torch.bfloat16, np.float32, np.float16)
-
-
-def _equal_inputs(before, after):
-    """True when a function left an input as it was (tensors and arrays compared exactly)."""
-    if isinstance(before, torch.Tensor):
-        return (isinstance(after, torch.Tensor) and before.shape == after.shape and before.dtype == after.dtype
-                and bool(torch.equal(torch.nan_to_num(before.detach(), nan=0.0), torch.nan_to_num(after.detach(), nan=0.0))
-                         and torch.equal(before.isnan(), after.isnan())
-                         if before.is_floating_point() else torch.equal(before, after)))
-    if isinstance(before, np.ndarray):
-        return isinstance(after, np.ndarray) and before.shape == after.shape and bool(
-            np.array_equal(before, after, equal_nan=before.dtype.kind in "fc"))
-    if isinstance(before, (list, tuple)):
-        return isinstance(after, (list, tuple)) and len(before) == len(after) and all(
-            _equal_inputs(b, a) for b, a in zip(before, after))
-    if isinstance(before, dict):
-        return isinstance(after, dict) and before.keys() == after.keys() and all(
-            _equal_inputs(before[k], after[k]) for k in before)
-    return True  # numbers, strings, callables, modules: not something a student edits in place
 
 
 def kind(value):
@@ -88,23 +74,6 @@ def wrong_kind(got, expected, name):
     return f"{name} should be {want}, but it is {shown}."
 
 
-def changed_argument(fn, case, called_with):
-    """The name of the first argument `fn` modified in place (comparing the untouched case with
-    the copies it was called with), or None."""
-    (args, kwargs), (new_args, new_kwargs) = case, called_with
-    try:
-        names = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        names = []
-    for i, (before, after) in enumerate(zip(args, new_args)):
-        if not _equal_inputs(before, after):
-            return names[i] if i < len(names) else f"number {i + 1}"
-    for name, before in kwargs.items():
-        if not _equal_inputs(before, new_kwargs.get(name)):
-            return name
-    return None
-
-
 @dataclasses.dataclass(frozen=True)
 class Mistake:
     """A common wrong answer: `compute` has the exercise's signature and returns the wrong result."""
@@ -126,6 +95,8 @@ class Exercise:
     atol: float = 1e-5
     rtol: float = 1e-4
     crash_hint: str = ""  # what to look at when the student's function raises on a hidden case
+    runner: str = "function"  # how an answer is run on a case: a key of probe.RUNNERS
+    module_hint: str = ""  # for module answers: the attributes the exercise asks for
 
     @property
     def seed(self):
@@ -168,23 +139,22 @@ class Exercise:
                 return problem
         return None
 
+    def runner_spec(self):
+        """What running an answer needs besides the cases (all of it public)."""
+        return {"grade_id": self.grade_id, "function_name": self.function_name, "runner": self.runner,
+                "forbidden": list(self.forbidden), "crash_hint": self.crash_hint,
+                "outputs": len(self.output_names), "seed": self.seed, "module_hint": self.module_hint}
+
+    def spec(self):
+        """Everything the student's side needs to run an answer: the runner, the cases (inputs
+        only) and what the answer may not call. Plain data: the grader serialises it."""
+        return {**self.runner_spec(), "cases": self.cases()}
+
     def run(self, fn, case, guarded=False):
-        """fn's result on one case. Guarded (the student's function): under the forbidden-API
-        guard, with a crash turned into one sentence. Fresh copies of the inputs every time: a
-        function that edits its inputs in place must not change the expected answer.
-        Exercises whose cases are not (args, kwargs), such as modules to build, override this."""
-        args, kwargs = copy.deepcopy(case)
-        if not guarded:
-            return fn(*args, **kwargs)
-        name = f"`{self.function_name}`"
-        result = call_without(fn, args, kwargs, forbidden=self.forbidden, exercise=name,
-                              hint=self.crash_hint, name=name)
-        changed = changed_argument(fn, case, (args, kwargs))
-        if changed is not None:
-            raise GradingError(
-                f"{name} changed its input `{changed}` in place; it must leave its arguments as they "
-                "were (compute new tensors or arrays instead of writing into the ones passed in).")
-        return result
+        """fn's result on one case, by the exercise's runner (course_utils.grading.probe), on
+        fresh copies of the inputs. Guarded (the student's function): under the forbidden-API
+        guard, with a crash, or an input changed in place, turned into one sentence."""
+        return probe.RUNNERS[self.runner](fn, case, self.runner_spec(), guarded)
 
     def describe_case(self, case):
         """A few words on a case for messages: by default the call itself when its arguments are
@@ -210,16 +180,43 @@ class Exercise:
                 continue
         return None
 
-    def check(self, student_fn, generic=True):
-        """Raise GradingError naming the mistake if `student_fn` is wrong; return None if right.
+    @staticmethod
+    def _received(records, key, cases, name):
+        """[(case, result)] from the records of one exercise, or the GradingError they carry:
+        the first case whose answer raised (or broke a rule) is reported, as it was raised."""
+        if not isinstance(records, dict) or records.get("too_large"):
+            raise GradingError(f"{name}: its results on the hidden test cases were too large to "
+                               "send to the grader (more than 8 MB); return what the exercise asks for.")
+        got = records.get(key)
+        if not isinstance(got, list) or len(got) != len(cases) or not all(isinstance(r, dict) for r in got):
+            raise GradingError(f"{name}: the results of the hidden test cases did not reach the grader "
+                               "complete, so this exercise cannot be marked as passed.")
+        for record in got:
+            if "error" in record:
+                raise GradingError(str(record["error"])[:2000])
+            if "result" not in record:
+                raise GradingError(f"{name}: a hidden test case has no result.")
+        return [(case, record["result"]) for case, record in zip(cases, got)]
 
-        generic=False (`diagnose`) raises only what can be named: a crash, a forbidden call, an
-        input changed in place, a catalogued mistake. An uncatalogued wrong answer then passes
-        silently, so that the visible checks after it can give their more specific hint; the
-        test cell's last hidden line calls `check` again with generic=True to fail it anyway."""
-        tamper.verify()
-        results = [(case, self.run(student_fn, case, guarded=True)) for case in self.cases()]
-        tamper.verify()
+    def judge(self, records, generic=True, spec=None):
+        """Raise GradingError naming the mistake if the recorded results are wrong; None if right.
+
+        `records` is what `probe.collect` returned for this exercise's `spec` (read back as plain
+        data). generic=False (`diagnose`) raises only what can be named: a crash, a forbidden
+        call, an input changed in place, a catalogued mistake. An uncatalogued wrong answer then
+        passes silently, so that the visible checks after it can give their more specific hint;
+        the test cell's last hidden line calls `check` to fail it anyway."""
+        spec = spec if spec is not None else self.spec()
+        try:
+            return self._judge(records, generic, spec)
+        except GradingError:
+            raise
+        except Exception as error:  # noqa: BLE001 - odd values must fail the answer, not the grader
+            raise GradingError(f"`{self.function_name}` returned something the grader cannot compare "
+                               f"with the expected result ({type(error).__name__}).") from None
+
+    def _judge(self, records, generic, spec):
+        results = self._received(records, "outputs", spec["cases"], f"`{self.function_name}`")
         for case, got in results:
             expected = self.run(self.reference, case)
             for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
@@ -237,6 +234,13 @@ class Exercise:
                 raise GradingError(f"`{self.function_name}` gives a wrong answer on a hidden test "
                                    f"case{self.describe_case(case)}: {problem}")
         return None
+
+    def check(self, student_fn, generic=True):
+        """Run the answer on every case and judge it, here: the round trip the grader makes
+        across its sandbox's wall (collect, serialise, read back as plain data, judge)."""
+        spec = self.spec()
+        sent = probe.roundtrip_cases(spec)
+        return self.judge(probe.roundtrip(probe.collect(sent, student_fn)), generic, spec)
 
     def diagnose(self, student_fn):
         return self.check(student_fn, generic=False)

@@ -30,7 +30,7 @@ from course_utils.reference import bahdanau_exercises as exercises_reference
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import Exercise, Mistake, mask_scores
-from course_utils.grading import mismatch
+from course_utils.grading import mismatch, probe
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 
@@ -190,7 +190,7 @@ def step_cases(seed):
                                                             (4, 4, 2, 3, True)]):
         with torch.random.fork_rng():  # nn.Module initialisation has no generator argument
             torch.manual_seed(seed + i)
-            decoder = seq2seq.Seq2Seq(hidden=hidden, embed=2 * hidden, attention_size=hidden + 1,
+            decoder = probe.portable(seq2seq.Seq2Seq, hidden=hidden, embed=2 * hidden, attention_size=hidden + 1,
                                       state_size=state_size).double()
         decoder.requires_grad_(False)
         prev = torch.randint(3, decoder.embedding.num_embeddings, (B,), generator=g)
@@ -249,7 +249,7 @@ EOS_TOY = 1
 def greedy_cases(seed):
     cases = []
     for i, (vocab, bias, max_len) in enumerate([(6, 0.5, 8), (5, 1.0, 6), (7, -0.5, 9), (6, 0.0, 5)]):
-        step = seq2seq.ToyStep(vocab=vocab, eos=EOS_TOY, eos_bias=bias, seed=seed + i)
+        step = probe.portable(seq2seq.ToyStep, vocab=vocab, eos=EOS_TOY, eos_bias=bias, seed=seed + i)
         cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len), {}))
     return cases
 
@@ -305,7 +305,7 @@ def beam_cases(seed):
     cases = []
     for i, (vocab, bias, max_len, width) in enumerate([(6, 0.3, 7, 3), (5, 0.0, 6, 4), (7, 0.6, 8, 3),
                                                        (6, -0.3, 6, 2), (5, 0.4, 7, 5)]):
-        step = seq2seq.ToyStep(vocab=vocab, eos=EOS_TOY, eos_bias=bias, sharpness=1.0, seed=seed + 11 + i)
+        step = probe.portable(seq2seq.ToyStep, vocab=vocab, eos=EOS_TOY, eos_bias=bias, sharpness=1.0, seed=seed + 11 + i)
         cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len, width), {}))
     return cases
 

@@ -26,12 +26,11 @@ guard lets it use PyTorch freely, as a student may in this notebook.
 import copy
 import dataclasses
 import math
-import numbers
 
 import torch
 
 from course_utils.decoder_lm import DecoderLM
-from course_utils.grading import GradingError, call_without
+from course_utils.grading import GradingError
 from course_utils.reference import fast_generation as reference
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import Exercise, Mistake
@@ -46,84 +45,16 @@ HIDDEN_ONLY = {"predict_no_factor_2_or_bytes", "predict_query_heads", "predict_n
 
 # --------------------------------------------------------------------------- 1. kv_cache
 
-def _stack(cache, name):
-    """The cache as one tensor (layers, 2, B, heads, T, head_dim), or a GradingError."""
-    try:
-        return torch.stack([torch.stack([k, v]) for k, v in cache])
-    except Exception:
-        raise GradingError(
-            f"{name} should return a cache that is a list with one (k, v) pair per block, each a "
-            "tensor of shape (B, num_heads, T_so_far, head_dim)") from None
-
-
-class _Cache(list):
-    """The cache handed to the student's function: a plain list that prints in one line."""
-
-    def __repr__(self):
-        k = self[0][0] if self and isinstance(self[0], (tuple, list)) and hasattr(self[0][0], "shape") else None
-        shape = f", (k, v) of shape {tuple(k.shape)} each" if k is not None else ""
-        return f"a cache of {len(self)} blocks{shape}"
-
-
-def _snapshot(cache):
-    return None if cache is None else [(k.clone(), v.clone()) for k, v in cache]
-
-
-def _unchanged(cache, snapshot):
-    if cache is None:
-        return True
-    return len(cache) == len(snapshot) and all(
-        k.shape == k0.shape and v.shape == v0.shape and torch.equal(k, k0) and torch.equal(v, v0)
-        for (k, v), (k0, v0) in zip(cache, snapshot))
-
-
 @dataclasses.dataclass(frozen=True)
 class CacheExercise(Exercise):
     """forward_with_cache, graded over a whole decoding: prompt, then steps fed their own cache.
 
     A case is a dict: the model's config and state_dict, the prompt (B, P) and the chunks
-    [(B, n), ...] that follow. Outputs: all logits (B, P + sum n, V), the final cache stacked,
-    and a 0-d tensor that is 1.0 when no cache passed in was modified."""
+    [(B, n), ...] that follow. Outputs (probe.run_decoding): all logits (B, P + sum n, V), the
+    final cache stacked as (layers, 2, B, heads, T, head_dim), and a 0-d tensor that is 1.0
+    when no cache passed in was modified."""
 
-    def run(self, fn, case, guarded=False):
-        with torch.random.fork_rng():  # building a model draws random numbers: not from the student's stream
-            model = DecoderLM(**case["config"]).double()
-        model.load_state_dict(case["state"])
-        model.eval()
-        name = f"`{self.function_name}`"
-        cache, logits, untouched = None, [], True
-        with torch.no_grad():
-            for tokens in [case["prompt"]] + case["chunks"]:
-                snapshot = _snapshot(cache)
-                if cache is not None and isinstance(cache, list):
-                    cache = _Cache(cache)
-                args = (model, tokens.clone(), cache)
-                if guarded:
-                    result = call_without(fn, args, {}, forbidden=self.forbidden, exercise=name,
-                                          hint=self.crash_hint, name=name)
-                    if not torch.equal(args[1], tokens):
-                        raise GradingError(f"{name} changed its input `tokens` in place; it must leave "
-                                           "its arguments as they were.")
-                else:
-                    result = fn(*args)
-                if not isinstance(result, (tuple, list)) or len(result) != 2:
-                    raise GradingError(f"{name} should return two values, (logits, new_cache).")
-                step_logits, new_cache = result
-                untouched = untouched and _unchanged(cache, snapshot)
-                logits.append(step_logits)
-                cache = new_cache
-            try:
-                all_logits = torch.cat(logits, dim=1)
-            except Exception:
-                raise GradingError(f"{name} should return logits of shape (B, T_new, vocab_size) "
-                                   "at every step.") from None
-            return all_logits, _stack(cache, name), torch.tensor(1.0 if untouched else 0.0)
-
-    def describe_case(self, case):
-        c = case["config"]
-        return (f" (batch {case['prompt'].shape[0]}, prompt of {case['prompt'].shape[1]} tokens, then "
-                f"{[t.shape[1] for t in case['chunks']]} new tokens per call; {c['num_layers']} blocks, "
-                f"{c['num_heads']} heads)")
+    runner: str = "decoding"
 
 
 def kv_cache_cases(seed):
@@ -282,11 +213,7 @@ CACHE_BYTES_MISTAKES = (
 class ValueExercise(Exercise):
     """An answer that is a number, not a function: `fn` is the student's value itself."""
 
-    def run(self, value, case, guarded=False):
-        if guarded and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
-            raise GradingError(f"`{self.function_name}` should be a number, but it is "
-                               f"{type(value).__name__}.")
-        return float(value)
+    runner: str = "value"
 
 
 def _predicted(kind):

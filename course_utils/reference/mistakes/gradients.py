@@ -8,13 +8,10 @@ comparison of `Exercise` a backward pass through the student's function on its o
 respect to every floating-point tensor argument, must be finite and equal the reference's. A
 catalogued mistake whose gradients match names the mistake, as for outputs.
 """
-import copy
 import dataclasses
 from typing import Callable, Optional
 
-import torch
-
-from course_utils.grading import GradingError, call_without, mismatch, tamper
+from course_utils.grading import GradingError, mismatch, probe
 from course_utils.reference.mistakes import Exercise
 
 __all__ = ["GradientExercise"]
@@ -28,43 +25,23 @@ class GradientExercise(Exercise):
 
     make_gradient_cases: Optional[Callable] = None
 
+    def spec(self):
+        spec = super().spec()
+        if self.make_gradient_cases is not None:
+            spec["gradient_cases"] = self.make_gradient_cases(self.seed)
+        return spec
+
     def gradients(self, fn, case, guarded=False):
         """d(sum(first output * w)) / d(each float tensor argument), w fixed per exercise."""
-        args, kwargs = copy.deepcopy(case)
-        leaves = []
-
-        def leaf(value):
-            if isinstance(value, torch.Tensor) and value.is_floating_point():
-                value = value.detach().clone().requires_grad_(True)
-                leaves.append(value)
-            return value
-
-        args = [leaf(a) for a in args]
-        kwargs = {k: leaf(v) for k, v in kwargs.items()}
-        name = f"`{self.function_name}`"
-        if guarded:
-            result = call_without(fn, args, kwargs, forbidden=self.forbidden, exercise=name,
-                                  hint=self.crash_hint, name=name)
-        else:
-            result = fn(*args, **kwargs)
-        out = self._outputs(result)[0]
-        if not isinstance(out, torch.Tensor) or not out.requires_grad:
-            raise GradingError(
-                f"{name} returns a result that gradients cannot flow through (a later cell trains "
-                "through it): compute it with torch operations on the inputs, without .detach(), "
-                ".numpy() or torch.no_grad().")
-        weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(self.seed)).to(out.dtype)
-        grads = torch.autograd.grad((out * weights).sum(), leaves, allow_unused=True)
-        grads = tuple(torch.zeros_like(x) if g is None else g for x, g in zip(leaves, grads))
-        # A float32 computation has float32 gradients, whatever the dtype of the inputs: compare
-        # them with float32's tolerances, as the outputs are.
-        return tuple(g.to(out.dtype) for g in grads) if out.dtype in (torch.float32, torch.float16, torch.bfloat16) else grads
+        return probe.gradients(fn, case, self.runner_spec(), guarded)
 
     def gradient_difference(self, got, expected):
         """None if the gradients agree (nan only where the expected one is nan), else a sentence."""
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return "the gradients could not be computed for every input"
         for i, (g, e) in enumerate(zip(got, expected)):
             atol, rtol = self.tolerances(g, e)
-            problem = mismatch(g.detach(), e.detach(), atol=atol, rtol=rtol,
+            problem = mismatch(g, e.detach(), atol=atol, rtol=rtol,
                                name=f"the gradient with respect to argument {i + 1}")
             if problem:
                 return problem
@@ -81,19 +58,16 @@ class GradientExercise(Exercise):
                 continue
         return None
 
-    def check(self, student_fn, generic=True):
-        super().check(student_fn, generic)  # the outputs first
+    def _judge(self, records, generic, spec):
+        super()._judge(records, generic, spec)  # the outputs first
         if self.make_gradient_cases is None:
             return None
         if not generic:  # diagnosing: gradients only speak once the values are right
             try:
-                super().check(student_fn, True)
+                super()._judge(records, True, spec)
             except GradingError:
                 return None  # an uncatalogued wrong value: the test cell's last check reports it
-        tamper.verify()
-        results = [(case, self.gradients(student_fn, case, guarded=True))
-                   for case in self.make_gradient_cases(self.seed)]
-        tamper.verify()
+        results = self._received(records, "gradients", spec["gradient_cases"], f"`{self.function_name}`")
         for case, got in results:
             problem = self.gradient_difference(got, self.gradients(self.reference, case))
             if problem:

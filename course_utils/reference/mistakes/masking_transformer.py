@@ -414,8 +414,11 @@ def _block_cases(seed):
             mask = (torch.arange(T)[None, :] < lengths[:, None])[:, None, :]
         else:
             mask = None
-        cases.append({"d_model": d_model, "num_heads": num_heads, "d_ff": d_ff, "norm_first": norm_first,
-                      "weights": weights, "x": x, "mask": mask})
+        case = {"d_model": d_model, "num_heads": num_heads, "d_ff": d_ff, "norm_first": norm_first,
+                "weights": weights, "x": x, "mask": mask}
+        case.update(init_args=[d_model, num_heads, d_ff], init_kwargs={"norm_first": norm_first},
+                    forward_args=[x], forward_kwargs={"mask": mask}, describe=_describe(case))
+        cases.append(case)
     return cases
 
 
@@ -430,49 +433,14 @@ class BlockExercise(Exercise):
     """An exercise whose answer is a transformer block class `cls(d_model, num_heads, d_ff,
     norm_first=...)` with submodules `attn` (q_proj, k_proj, v_proj, out_proj), `norm1`, `norm2`
     and `mlp` (an nn.Sequential whose items 0 and 2 are the linear layers). A case gives the
-    weights to copy in (by state_dict name) and the forward inputs `x`, `mask`."""
+    weights to copy in (by state_dict name) and the forward inputs `x`, `mask`, in the layout of
+    probe.run_module."""
 
-    def _call(self, fn, args, kwargs, what):
-        return call_without(fn, args, kwargs, forbidden=self.forbidden,
-                            exercise=f"`{self.function_name}`", name=what, hint=self.crash_hint)
-
-    def _build(self, factory, case, guarded):
-        args = (case["d_model"], case["num_heads"], case["d_ff"])
-        kwargs = {"norm_first": case["norm_first"]}
-        if guarded:
-            module = self._call(factory, args, kwargs, f"`{self.function_name}(...)`")
-        else:
-            module = factory(*args, **kwargs)
-        if not isinstance(module, nn.Module):
-            raise GradingError(f"`{self.function_name}(d_model, num_heads, d_ff)` should create an "
-                               f"nn.Module, but it gave {type(module).__name__}.")
-        params = dict(module.named_parameters())
-        with torch.no_grad():
-            for name, value in case["weights"].items():
-                if name not in params or tuple(params[name].shape) != tuple(value.shape):
-                    raise GradingError(
-                        f"`{self.function_name}` needs a parameter `{name}` of shape {tuple(value.shape)} "
-                        f"(attributes attn, norm1, norm2 and mlp = nn.Sequential(Linear, ReLU, Linear)); "
-                        f"for {_describe(case)} yours "
-                        + ("is missing." if name not in params else f"has shape {tuple(params[name].shape)}."))
-                params[name].copy_(value)
-        module.eval()
-        return module
-
-    def run(self, factory, case, guarded=False):
-        module = self._build(factory, case, guarded)
-        x = case["x"].clone()
-        mask = None if case["mask"] is None else case["mask"].clone()
-        if guarded:
-            return self._call(module.forward, (x,), {"mask": mask}, f"`{self.function_name}.forward`")
-        return module(x, mask=mask)
+    runner: str = "module"
+    module_hint: str = "attributes attn, norm1, norm2 and mlp = nn.Sequential(Linear, ReLU, Linear)"
 
     def describe_case(self, case):
-        return f" ({_describe(case)})"
-
-    def check(self, student_factory, generic=True):
-        with torch.no_grad():  # grading compares outputs; no graph needed
-            return super().check(student_factory, generic)
+        return f" ({case['describe']})"
 
 
 BLOCK = BlockExercise(

@@ -211,57 +211,13 @@ class ModuleExercise(Exercise):
     bias=...)` with nn.Linear attributes `q_proj`, `k_proj`, `v_proj`, `out_proj`.
 
     A case is a dict: d_model, num_heads, bias, the weights to copy in ({name: (weight, bias)})
-    and the forward inputs (query, key, value). Mistakes are wrong factories.
-    """
+    and the forward inputs (query, key, value); probe.run_projections_module builds and runs it.
+    Mistakes are wrong factories."""
 
-    def _call(self, fn, args, kwargs, what):
-        return call_without(fn, args, kwargs, forbidden=self.forbidden,
-                            exercise=f"`{self.function_name}`", name=what, hint=self.crash_hint)
-
-    def _build(self, factory, case, guarded):
-        kwargs = {"bias": case["bias"]}
-        if guarded:
-            module = self._call(factory, (case["d_model"], case["num_heads"]), kwargs,
-                                f"`{self.function_name}(...)`")
-        else:
-            module = factory(case["d_model"], case["num_heads"], **kwargs)
-        if not isinstance(module, nn.Module):
-            raise GradingError(
-                f"`{self.function_name}(d_model, num_heads)` should create an nn.Module, "
-                f"but it gave {type(module).__name__}.")
-        with torch.no_grad():
-            for name in PROJECTIONS:
-                layer = getattr(module, name, None)
-                weight, bias = case["weights"][name]
-                if not isinstance(layer, nn.Linear) or tuple(layer.weight.shape) != tuple(weight.shape):
-                    raise GradingError(
-                        f"`{self.function_name}` needs an attribute `{name}` that is an "
-                        f"nn.Linear(d_model, d_model); for d_model={case['d_model']} yours is "
-                        f"{layer if layer is None else repr(layer)}.")
-                if (layer.bias is None) != (bias is None):
-                    raise GradingError(
-                        f"`{self.function_name}(d_model, num_heads, bias={case['bias']})`: "
-                        f"`{name}` should {'' if case['bias'] else 'not '}have a bias.")
-                layer.weight.copy_(weight)
-                if bias is not None:
-                    layer.bias.copy_(bias)
-        module.eval()
-        return module
-
-    def run(self, factory, case, guarded=False):
-        """(output, weights) of the module that `factory` builds, with the case's weights."""
-        module = self._build(factory, case, guarded)
-        inputs = tuple(case[name].clone() for name in ("query", "key", "value"))
-        if guarded:
-            return self._call(module.forward, inputs, {}, f"`{self.function_name}.forward`")
-        return module(*inputs)
+    runner: str = "projections_module"
 
     def describe_case(self, case):
         return f" (d_model={case['d_model']}, num_heads={case['num_heads']})"
-
-    def check(self, student_factory, generic=True):
-        with torch.no_grad():  # grading compares outputs; no graph needed
-            return super().check(student_factory, generic)
 
 
 def _attention_cases(seed):

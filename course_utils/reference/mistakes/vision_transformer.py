@@ -18,7 +18,7 @@ Why the cases look the way they do:
 import torch
 from torch.nn import functional as F
 
-from course_utils.grading import CONV_BUILTINS, UNFOLD_BUILTINS
+from course_utils.grading import CONV_BUILTINS, UNFOLD_BUILTINS, probe
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference import vision_transformer as reference
@@ -223,7 +223,7 @@ def forward_cases(seed):
         (8, 4, 1, 8, 1, 2, 3), (12, 4, 2, 12, 2, 3, 2), (16, 4, 1, 16, 2, 4, 2)
     ]:
         torch.manual_seed(seed + image_size)
-        model = TinyViT(image_size=image_size, patch_size=patch_size, channels=channels,
+        model = probe.portable(TinyViT, image_size=image_size, patch_size=patch_size, channels=channels,
                         d_model=d_model, depth=depth, num_heads=heads, num_classes=5).double()
         with torch.no_grad():
             model.cls_token.copy_(torch.randn(model.cls_token.shape, generator=g, dtype=torch.float64))
