@@ -26,7 +26,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from . import export, intake, redact, report, sandbox, worker
+from . import export, hidden_cases, intake, redact, report, sandbox, worker
 from .intake import Problem
 
 SOLUTION_STUDENT = intake.SOLUTION_STUDENT
@@ -271,6 +271,13 @@ class Batch:
             _generate(self.source_root, release, db, assignment, self.work)
             with open(stamp, "w") as fh:
                 fh.write(source_fp)
+        cases_file = os.path.join(self.work, "cases", assignment + ".pt")
+        cases_fp, unchecked = hidden_cases.write_cases(
+            [os.path.join(src_dir, nb) for nb in self.assignments[assignment]], cases_file)
+        if unchecked:
+            self.say(f"{assignment}: WARNING: {len(unchecked)} graded test cell(s) have no hidden "
+                     f"catalogue check, so only the student's kernel says whether they passed: "
+                     + ", ".join(unchecked))
         secret = {}
         for nb_name in self.assignments[assignment]:
             nb = nbformat.read(os.path.join(src_dir, nb_name), as_version=4)
@@ -278,8 +285,9 @@ class Batch:
             for cell in nb.cells:
                 lines += redact.hidden_lines(cell.source)
             secret[nb_name[:-6]] = lines
-        fp = worker.fingerprint([], source_fp + json.dumps(self.o.limits(), sort_keys=True))
-        return {"template_db": db, "release_root": release, "secret_lines": secret, "fp": fp}
+        fp = worker.fingerprint([], source_fp + cases_fp + json.dumps(self.o.limits(), sort_keys=True))
+        return {"template_db": db, "release_root": release, "secret_lines": secret, "fp": fp,
+                "cases_file": cases_file}
 
     def _task(self, student, assignment, files, shard, slot):
         prep = self.prepared[assignment]
@@ -293,6 +301,8 @@ class Batch:
             "socket_dir": os.path.join(self.sockets, f"slot{slot}"),
             "uid": sandbox.UID_BASE + slot, "kernel_python": os.path.join(sys.prefix, "bin", "python"),
             "ro_paths": self.ro_paths, "pythonpath": [os.path.dirname(self.course_utils)],
+            "cases_file": prep["cases_file"], "course_utils": self.course_utils,
+            "kernel_package": self.kernel_package,
         }
 
     def _deadline(self, task):
@@ -330,8 +340,11 @@ class Batch:
                                  f"{', '.join(self.assignments)})")
         os.makedirs(self.work, exist_ok=True)
         self.course_utils = _course_utils_dir(self.course_root)
+        # The kernel's course_utils: a copy without the reference, mounted over the real one.
+        self.kernel_package = hidden_cases.kernel_package(
+            self.course_utils, os.path.join(self.work, "kernel_package", "course_utils"))
         self.ro_paths = sorted({os.path.realpath(sys.base_prefix), os.path.abspath(sys.prefix),
-                                os.path.realpath(sys.prefix), self.course_utils})
+                                os.path.realpath(sys.prefix)})
         worker.kernel_spec(os.path.join(self.work, "kernels"))
         # Kernel sockets live in a short, neutral folder: bound into each sandbox at the same
         # path, it must not reveal (or sit under) the output folder; AF_UNIX paths are short.

@@ -9,12 +9,21 @@ says so in plain words, and every later code cell gets a "not run" error output 
 executed. nbgrader's own scoring then does the rest: a test cell with an error output scores zero,
 cells that ran before keep their points, and the notebook is saved and graded as usual. The reason
 is recorded in the notebook metadata so the worker can list it in problems.csv.
+
+It is also where a test cell is judged: the results a hidden check publishes (a display message
+of MIME type `probe.MIME`) are taken off the cell as they arrive and judged in this process
+when the cell ends (autograder/judge.py); a failing verdict becomes the cell's first output.
 """
 import zmq
 from jupyter_core.utils import ensure_async, run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbgrader.preprocessors import Execute
+from traitlets import Unicode
+
+from course_utils.grading import probe
+
+from . import judge
 
 BROKEN_KEY = "autograder_stopped"
 
@@ -50,6 +59,8 @@ CELL_OUTPUT_BYTES = 4 * 2**20
 # connection is dropped and re-made, and that output is lost).
 MAX_MESSAGE_BYTES = 16 * 2**20
 CUT_NOTE = "[output cut: this cell produced more than {:,} bytes of output; the rest was dropped]\n"
+# What the grader keeps of one cell's probe messages (results for the judge, never shown).
+PROBE_BYTES = 32 * 2**20
 
 
 def _size(msg):
@@ -69,11 +80,44 @@ def _stderr_is_not_failure(cell):
             output["name"] = "stdout"
 
 
+def _judged_outputs(cell):
+    """A test cell's outputs as nbgrader should score them: an error first (nbgrader stops at
+    the first execute_result and reads it as a partial grade, so a student's `sys.displayhook(1)`
+    before raising would pass the cell), and no execute_result at all (no course test cell
+    gives partial credit; a displayed value is shown as display data)."""
+    outputs = []
+    for output in cell.outputs:
+        if output.get("output_type") == "execute_result":
+            output = NotebookNode(output_type="display_data", data=output.get("data", {}),
+                                  metadata=output.get("metadata", {}))
+        outputs.append(output)
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    cell.outputs = errors + [o for o in outputs if o.get("output_type") != "error"]
+
+
 class SandboxedExecute(Execute):
     """Execute each cell; after a timeout or a dead kernel, mark the rest as not run."""
 
+    hidden_cases = Unicode("", help="The file of hidden-test cases given to the sandbox; test "
+                           "cells with a hidden catalogue check are judged against it.").tag(config=True)
+
+    def _take_probe_message(self, msg, cell_index):
+        """True when msg carries hidden-check results: kept aside (within PROBE_BYTES per cell)
+        for the judge, never added to the notebook."""
+        data = msg.get("content", {}).get("data")
+        if not isinstance(data, dict) or probe.MIME not in data:
+            return False
+        used = self._probe_bytes.get(cell_index, 0) + _size(msg)
+        self._probe_bytes[cell_index] = used
+        if used <= PROBE_BYTES and msg.get("msg_type") == "display_data":
+            self._probe.setdefault(cell_index, []).append(data[probe.MIME])
+        return True
+
     def output(self, outs, msg, display_id, cell_index):
         """nbclient's output handler, with a byte budget per cell (see CELL_OUTPUT_BYTES)."""
+        if msg.get("msg_type") in ("display_data", "update_display_data", "execute_result") and \
+                self._take_probe_message(msg, cell_index):
+            return None
         if msg.get("msg_type") not in ("stream", "display_data", "execute_result"):
             return super().output(outs, msg, display_id, cell_index)
         used = self._output_bytes.get(cell_index, 0)
@@ -111,6 +155,8 @@ class SandboxedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None
         self._output_bytes = {}
+        self._probe, self._probe_bytes = {}, {}
+        self._cases = judge.Cases(self.hidden_cases) if self.hidden_cases else None
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
         except (DeadKernelError, RuntimeError) as exc:
@@ -142,6 +188,7 @@ class SandboxedExecute(Execute):
             if meta.get("grade") and not meta.get("solution"):
                 self._verify_untampered(cell)
                 _stderr_is_not_failure(cell)
+                self._judge(cell, index)
             return cell, resources
         except CellTimeoutError:
             self._stopped = (f"cell {_name(cell, index)} ran longer than {self.timeout} s and did "
@@ -155,6 +202,21 @@ class SandboxedExecute(Execute):
                                        "(it exited, ran out of memory or went over the time "
                                        "limit for the whole notebook)."))
         return cell, resources
+
+    def _judge(self, cell, index):
+        """Put the verdict of the hidden check first among the cell's outputs (see judge.py)."""
+        if self._cases is None:
+            _judged_outputs(cell)
+            return
+        failed = any(o.get("output_type") == "error" for o in cell.outputs)
+        try:
+            sentence = judge.verdict(cell.source, self._probe.get(index, []), failed, self._cases)
+        except Exception as exc:  # noqa: BLE001 - a grader bug must fail loudly, not pass the cell
+            self.log.error("judging cell %s failed: %r", _name(cell, index), exc)
+            sentence = f"the grader could not judge this cell ({type(exc).__name__}); tell your instructor"
+        if sentence:
+            cell.outputs.insert(0, _error("GradingError", sentence))
+        _judged_outputs(cell)
 
     async def _async_verify(self):
         msg_id = await ensure_async(self.kc.execute(VERIFY, silent=True, store_history=False))

@@ -84,13 +84,17 @@ def bwrap_command(spec, connection_fd, kernel_args=(), command=None, scratch_dir
     made = set()
     mounts = [(p, "--ro-bind") for p in spec["ro_paths"]]
     mounts += [(spec["socket_dir"], "--bind")]
-    for path, _ in mounts + [(spec["workdir"], "")]:
+    overlays = [(src, dest) for src, dest in spec.get("ro_binds", [])]
+    for path, _ in mounts + [(dest, "") for _, dest in overlays] + [(spec["workdir"], "")]:
         for parent in _ancestors(path):
             if parent not in made and parent not in ("/usr", "/etc", "/tmp", "/dev", "/proc"):
                 made.add(parent)
                 argv += ["--perms", "0755", "--dir", parent]
     for path, how in mounts:
         argv += [how, path, path]
+    # After the trees they may sit in: a mount over a path hides what was bound there before.
+    for src, dest in overlays:
+        argv += ["--ro-bind", src, dest]
     if spec.get("scratch_bytes"):
         # A private tmpfs of bounded size holds a copy of the submission: what the kernel writes
         # can fill only that (never the grader's disk), and it vanishes with the sandbox.

@@ -26,6 +26,7 @@ import traceback
 from . import cellmeta, redact, sandbox, sanitize
 
 KERNEL_NAME = "autograder-sandbox"
+CASES_INSIDE = "/opt/course/hidden-cases.pt"  # where the sandbox sees the hidden-test cases
 
 
 def kernel_spec(kernels_dir):
@@ -71,6 +72,8 @@ def _nbgrader_config(shard, task):
                 f"Timeout: This cell ran longer than {int(limits['timeout'])} s and was interrupted."]}
         if task.get("sandbox", True):
             c[section].kernel_name = KERNEL_NAME
+    if task.get("cases_file"):
+        c.SandboxedExecute.hidden_cases = task["cases_file"]
     if task.get("sandbox", True):
         c.KernelManager.transport = "ipc"
         c.KernelManager.ip = os.path.join(task["socket_dir"], "kernel")
@@ -92,6 +95,10 @@ def _sandbox_spec(task, scratch, workdir):
     return {
         "python": task["kernel_python"],
         "ro_paths": task["ro_paths"],
+        # The kernel's course_utils is a copy without reference/ (see batch.kernel_package),
+        # mounted where the real one is; the hidden-test cases sit beside it, read-only.
+        "ro_binds": [[task["kernel_package"], task["course_utils"]]] * bool(task.get("kernel_package"))
+        + [[task["cases_file"], CASES_INSIDE]] * bool(task.get("cases_file")),
         "pythonpath": task["pythonpath"],
         "scratch": scratch,
         "workdir": workdir,
@@ -111,6 +118,7 @@ def _sandbox_spec(task, scratch, workdir):
             + ":/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
             "MALLOC_ARENA_MAX": "2", "TQDM_DISABLE": "1",
+            **({"COURSE_HIDDEN_CASES": CASES_INSIDE} if task.get("cases_file") else {}),
         },
     }
 
@@ -231,6 +239,9 @@ def grade(task):
         os.environ[sandbox.ENV_VAR] = json.dumps(_sandbox_spec(task, scratch, inside))
         # jupyter_client finds kernelspecs in $JUPYTER_PATH/kernels/<name>/kernel.json
         os.environ["JUPYTER_PATH"] = os.path.dirname(task["kernels_dir"])
+    elif task.get("cases_file"):
+        # Unsandboxed (trusted submissions only): the kernel inherits this environment.
+        os.environ["COURSE_HIDDEN_CASES"] = task["cases_file"]
 
     config = _nbgrader_config(shard, task)
     coursedir = CourseDirectory(config=config)
@@ -344,6 +355,7 @@ def run_task(task):
                   "log": traceback.format_exc()[-4000:]}
     finally:
         os.environ.pop(sandbox.ENV_VAR, None)
+        os.environ.pop("COURSE_HIDDEN_CASES", None)
         _clean_up(task)
     # The worker's peak memory so far (a student printing gigabytes must not raise it much).
     result["worker_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024

@@ -296,9 +296,20 @@ def run_module(factory, case, spec, guarded=False):
         _load_weights(module, case["weights"], spec, case.get("describe", "this case"))
         module.eval()
         args, kwargs = copy.deepcopy((list(case["forward_args"]), dict(case["forward_kwargs"])))
-        if guarded:
-            return _call(module.forward, args, kwargs, spec, f"`{spec['function_name']}.forward`")
-        return module(*args, **kwargs)
+        if not guarded:
+            return module(*args, **kwargs)
+        result = _call(module.forward, args, kwargs, spec, f"`{spec['function_name']}.forward`")
+        _forward_left_inputs_alone(module.forward, (case["forward_args"], case["forward_kwargs"]),
+                                   (args, kwargs), spec)
+        return result
+
+
+def _forward_left_inputs_alone(forward, case, called_with, spec):
+    changed = changed_argument(forward, case, called_with)
+    if changed is not None:
+        raise GradingError(
+            f"`{spec['function_name']}.forward` changed its input `{changed}` in place; it must leave "
+            "its arguments as they were (x = x + ..., not x += ..., when x is an input).")
 
 
 def run_projections_module(factory, case, spec, guarded=False):
@@ -323,9 +334,12 @@ def run_projections_module(factory, case, spec, guarded=False):
                 layer.bias.copy_(bias)
         module.eval()
         inputs = [case[name].clone() for name in ("query", "key", "value")]
-        if guarded:
-            return _call(module.forward, inputs, {}, spec, f"`{spec['function_name']}.forward`")
-        return module(*inputs)
+        if not guarded:
+            return module(*inputs)
+        result = _call(module.forward, inputs, {}, spec, f"`{spec['function_name']}.forward`")
+        _forward_left_inputs_alone(module.forward, ([case[n] for n in ("query", "key", "value")], {}),
+                                   (inputs, {}), spec)
+        return result
 
 
 class _Cache(list):

@@ -73,6 +73,27 @@ def test_an_answer_that_edits_its_inputs_fails(notebook, exercise):
         run_test_cell(notebook, exercise, _writes_into_its_input(solution))
 
 
+def _module_exercises():
+    """Exercises whose answer is a module class (07's MultiHeadAttention, 08's block...)."""
+    return [pytest.param(nb, ex, id=ex.grade_id) for nb, ex in EXERCISES
+            if spec(ex).runner in ("module", "projections_module")]
+
+
+@pytest.mark.parametrize("notebook, exercise", _module_exercises())
+def test_a_module_whose_forward_edits_its_input_fails(notebook, exercise):
+    solution = solved_namespace(notebook)[spec(exercise).function_name]
+
+    class Editing(solution):
+        def forward(self, x, *args, **kwargs):
+            result = super().forward(x.clone(), *args, **kwargs)
+            with torch.no_grad():
+                x.mul_(0.5)  # the caller's tensor, halved after use
+            return result
+
+    with pytest.raises(GradingError, match="in place"):
+        run_test_cell(notebook, exercise, Editing)
+
+
 def _takes_a_model(case):
     args, kwargs = case
     return any(isinstance(v, torch.nn.Module) or (callable(v) and not isinstance(v, (torch.Tensor, np.ndarray)))

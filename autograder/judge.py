@@ -1,0 +1,120 @@
+"""Judge: decide each graded test cell from the results its hidden check sent out, here, in the
+grader's process, with the reference the student's sandbox does not contain.
+
+Why: everything inside the student's kernel is the student's to change. An answer cell can
+import the reference (if it is there), wrap every statement of a test cell in `try/except`,
+replace a test cell by `pass`, or make `sys.displayhook` report success before an error; the
+kernel's own verdict is therefore worth nothing. The hidden block of every course test cell
+calls `hidden.catalogue(topic).check(grade_id, answer)`, which in the sandbox only runs the
+answer on the grader's cases (course_utils.grading.probe) and publishes the results on a
+display message of MIME type `probe.MIME`. `SandboxedExecute` takes those messages off the cell
+as they arrive and hands them to `verdict` when the cell has finished:
+
+* the cell's source (nbgrader has already restored it from the gradebook) says which
+  exercises it must check;
+* each of them needs a "check" record from this very cell, which the catalogue judges as
+  plain data (torch.load with weights_only=True: no student object is ever unpickled);
+* a wrong answer, a missing record (the check never ran, or ran but sent nothing) or one that
+  cannot be read fails the cell, whatever the kernel printed; when the cell already failed
+  in the kernel, the "diagnose" record names the catalogued mistake if there is one.
+
+The failure is put first among the cell's outputs as a `GradingError`, so nbgrader scores the
+cell zero and the feedback shows the mistake's sentence.
+"""
+import base64
+import binascii
+import importlib
+import re
+
+from course_utils.grading import GradingError, probe
+
+CATALOGUE = re.compile(r"""hidden\.catalogue\(\s*["'](\w+)["']\s*\)""")
+CHECKED = re.compile(r"""catalogue\.check\(\s*["'](\w+)["']""")
+
+
+def expected(source):
+    """(topic, [grade_id, ...]) that a test cell's source checks, or None for a cell with no
+    hidden catalogue check (then the kernel's verdict is all there is)."""
+    topic = CATALOGUE.search(source or "")
+    ids = CHECKED.findall(source or "")
+    if not topic or not ids:
+        return None
+    return topic.group(1), list(dict.fromkeys(ids))
+
+
+class Cases:
+    """The specs the sandbox was given (one file per assignment, written by the batch), read
+    once per worker and kept with their exercises."""
+
+    def __init__(self, path):
+        self.path = path
+        self._specs = None
+
+    def spec(self, grade_id):
+        if self._specs is None:
+            with open(self.path, "rb") as fh:  # written by the grader itself, never by a student
+                self._specs = probe.loads(fh.read(), portable=True)
+        return self._specs.get(grade_id)
+
+
+def _exercise(topic, grade_id):
+    module = importlib.import_module(f"course_utils.reference.mistakes.{topic}")
+    return module.EXERCISES[grade_id]
+
+
+def _records(message):
+    """The records inside one probe message, or None when they cannot be read."""
+    try:
+        return probe.loads(base64.b64decode(str(message.get("records", "")), validate=True))
+    except (binascii.Error, ValueError, TypeError, RuntimeError, EOFError, OSError, KeyError,
+            AttributeError, __import__("pickle").UnpicklingError):
+        return None
+
+
+def verdict(source, messages, failed_in_kernel, cases):
+    """The sentence that fails this test cell, or None when the cell stands as the kernel left it.
+
+    messages: the probe messages (dicts) that arrived while the cell ran, in order;
+    failed_in_kernel: whether the cell already has an error output;
+    cases: a `Cases` for the assignment."""
+    wanted = expected(source)
+    if wanted is None:
+        return None
+    topic, grade_ids = wanted
+    by_mode = {}
+    for message in messages:
+        if not isinstance(message, dict) or message.get("topic") != topic:
+            continue
+        if message.get("grade_id") in grade_ids and message.get("mode") in (probe.CHECK, probe.DIAGNOSE):
+            by_mode[(message["grade_id"], message["mode"])] = message  # the last one counts
+    for grade_id in grade_ids:
+        spec = cases.spec(grade_id)
+        if spec is None:
+            return f"the grader has no cases for {grade_id}; tell your instructor"
+        exercise = _exercise(topic, grade_id)
+        message = by_mode.get((grade_id, probe.CHECK))
+        if message is None:
+            if failed_in_kernel:
+                return _named_mistake(exercise, by_mode.get((grade_id, probe.DIAGNOSE)), spec)
+            return (f"the hidden test of `{exercise.function_name}` did not run to the end, so "
+                    "this cell cannot count as passed (did something stop or change the test cell?)")
+        records = _records(message)
+        if records is None:
+            return f"the results of `{exercise.function_name}` on the hidden test cases could not be read"
+        try:
+            exercise.judge(records, generic=True, spec=spec)
+        except GradingError as error:
+            return str(error)
+    return None
+
+
+def _named_mistake(exercise, message, spec):
+    """The catalogued mistake's sentence from a diagnose record, if it names one."""
+    records = _records(message) if message is not None else None
+    if records is None:
+        return None
+    try:
+        exercise.judge(records, generic=False, spec=spec)
+    except GradingError as error:
+        return str(error)
+    return None

@@ -1,0 +1,161 @@
+"""The wall between the student's answer and the judge: what crosses it, and how a cell is judged.
+
+course_utils.grading.probe runs an answer on the grader's cases and sends plain data out;
+autograder.judge decides a test cell from that data alone. These tests prove that only plain
+data crosses (objects of the student's own classes arrive as Opaque and equal nothing), that a
+cell passes only with a complete, readable, correct "check" record from its own exercise, and
+that the in-process `check` takes the same path.
+"""
+import base64
+
+import numpy as np
+import pytest
+import torch
+
+from autograder import judge
+from course_utils.grading import GradingError, probe
+from course_utils.reference.mistakes import causal_cnn, self_attention
+
+SOFTMAX = self_attention.EXERCISES["self_attention_softmax"]
+SOURCE = ('from course_utils.grading import hidden\ncatalogue = hidden.catalogue("self_attention")\n'
+          'catalogue.diagnose("self_attention_softmax", softmax)\n'
+          'catalogue.check("self_attention_softmax", softmax)\n')
+
+
+def right_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def columns_softmax(x, axis=-1):  # a catalogued mistake: normalised over the wrong axis
+    return right_softmax(x, axis=0) if x.ndim > 1 else right_softmax(x)
+
+
+class _Cases:
+    def spec(self, grade_id):
+        return {"self_attention_softmax": SPEC}.get(grade_id)
+
+
+SPEC = SOFTMAX.spec()
+
+
+def message(answer, mode=probe.CHECK, topic="self_attention", grade_id="self_attention_softmax"):
+    records = probe.collect(probe.roundtrip_cases(SPEC), answer)
+    return {"topic": topic, "grade_id": grade_id, "mode": mode,
+            "records": base64.b64encode(probe.dumps(records)).decode()}
+
+
+# --------------------------------------------------------------------------- plain data
+
+def test_plain_values_cross_unchanged():
+    value = {"t": torch.arange(6.0).reshape(2, 3), "a": np.arange(4, dtype=np.int16),
+             "s": np.float32(1.5), "n": [1, 2.5, True, None, "x"], "p": (1, (2,))}
+    back = probe.roundtrip(value)
+    assert torch.equal(back["t"], value["t"])
+    assert back["a"].dtype == np.int16 and np.array_equal(back["a"], value["a"])
+    assert back["s"] == np.float32(1.5) and isinstance(back["s"], np.float32)
+    assert back["n"] == [1, 2.5, True, None, "x"] and back["p"] == (1, (2,))
+
+
+def test_objects_of_the_students_own_classes_arrive_as_opaque_and_equal_nothing():
+    class Everything:
+        def __eq__(self, other):
+            return True
+
+    class Sneaky(float):  # a float subclass whose comparisons lie
+        def __eq__(self, other):
+            return True
+
+    back = probe.roundtrip([Everything(), Sneaky(3.0), np.array(["a"], dtype=object)])
+    assert all(isinstance(v, probe.Opaque) for v in back)
+    assert back[0] != back[0] and not (back[1] == 3.0)
+
+
+def test_a_tensor_subclass_arrives_as_a_plain_tensor():
+    class Liar(torch.Tensor):
+        def __eq__(self, other):
+            return torch.ones((), dtype=torch.bool)
+
+    value = torch.zeros(3).as_subclass(Liar)
+    back = probe.roundtrip(value)
+    assert type(back) is torch.Tensor and torch.equal(back, torch.zeros(3))
+
+
+def test_results_never_rebuild_course_objects():
+    """A portable object is rebuilt for the sandbox's cases only; in results it stays Opaque, so
+    a student cannot make the grader construct anything."""
+    from course_utils import seq2seq
+    step = probe.portable(seq2seq.ToyStep, vocab=5, seed=3)
+    sent = probe.roundtrip_cases({"cases": [((step,), {})]})
+    rebuilt = sent["cases"][0][0][0]
+    assert isinstance(rebuilt, seq2seq.ToyStep) and torch.equal(rebuilt.A, step.A)
+    assert isinstance(probe.roundtrip(step), probe.Opaque)
+    forged = {"\x00portable": "course_utils.reference.causal_cnn:receptive_field", "kwargs": {}}
+    assert isinstance(probe.decode(forged, portable=True), probe.Opaque)
+
+
+def test_data_that_is_not_a_plain_checkpoint_does_not_load():
+    import pickle
+
+    class Boom:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    with pytest.raises(Exception):
+        probe.loads(pickle.dumps(Boom()))
+
+
+# --------------------------------------------------------------------------- judging a cell
+
+def test_a_correct_record_passes_and_a_wrong_one_names_the_mistake():
+    assert judge.verdict(SOURCE, [message(right_softmax)], False, _Cases()) is None
+    sentence = judge.verdict(SOURCE, [message(columns_softmax)], False, _Cases())
+    assert sentence and "axis" in sentence
+
+
+@pytest.mark.parametrize("messages", [
+    [],  # the check never ran (a swallowed or replaced test cell)
+    [message(right_softmax, mode=probe.DIAGNOSE)],  # only the first hidden line ran
+    [message(right_softmax, topic="causal_cnn")],  # results of another notebook
+    [message(right_softmax, grade_id="self_attention_attention_numpy")],  # of another exercise
+    [{"topic": "self_attention", "grade_id": "self_attention_softmax", "mode": "check", "records": "%%%"}],
+    [{"topic": "self_attention", "grade_id": "self_attention_softmax", "mode": "check",
+      "records": base64.b64encode(b"not a checkpoint").decode()}],
+])
+def test_a_cell_without_a_complete_readable_check_record_fails(messages):
+    assert judge.verdict(SOURCE, messages, False, _Cases())
+
+
+def test_forged_records_are_judged_like_any_other():
+    """Results made up in the kernel still have to be the right numbers for every case."""
+    records = {"grade_id": "self_attention_softmax",
+               "outputs": [{"result": np.zeros(1)}] * len(SPEC["cases"]), "gradients": []}
+    forged = {"topic": "self_attention", "grade_id": "self_attention_softmax", "mode": "check",
+              "records": base64.b64encode(probe.dumps(records)).decode()}
+    assert judge.verdict(SOURCE, [forged], False, _Cases())
+    short = dict(records, outputs=records["outputs"][:1])
+    forged["records"] = base64.b64encode(probe.dumps(short)).decode()
+    assert "complete" in judge.verdict(SOURCE, [forged], False, _Cases())
+
+
+def test_the_last_check_record_counts():
+    assert judge.verdict(SOURCE, [message(right_softmax), message(columns_softmax)], False, _Cases())
+    assert judge.verdict(SOURCE, [message(columns_softmax), message(right_softmax)], False, _Cases()) is None
+
+
+def test_a_cell_that_failed_in_the_kernel_gets_the_mistake_named_from_its_diagnosis():
+    sentence = judge.verdict(SOURCE, [message(columns_softmax, mode=probe.DIAGNOSE)], True, _Cases())
+    assert sentence and "axis" in sentence
+    assert judge.verdict(SOURCE, [message(right_softmax, mode=probe.DIAGNOSE)], True, _Cases()) is None
+
+
+def test_cells_without_a_catalogue_check_are_left_to_the_kernel():
+    assert judge.expected("grading.assert_close(double([1]), [2])") is None
+    assert judge.verdict("assert True", [], False, _Cases()) is None
+
+
+def test_in_process_check_is_the_same_round_trip():
+    exercise = causal_cnn.EXERCISES["causal_cnn_receptive_field"]
+    exercise.check(exercise.reference)
+    with pytest.raises(GradingError):
+        exercise.check(lambda *a, **k: 0)
