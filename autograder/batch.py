@@ -308,11 +308,42 @@ class Batch:
     def _deadline(self, task):
         return self.o.wall * max(1, len(task["files"])) + 240
 
-    def check_solution(self, assignment, handle):
+    def check_solutions(self, assignments, handles):
+        """check_solution for every assignment, one per worker at a time (a batch of twelve
+        assignments no longer waits for twelve solution runs in a row); the first refusal, in
+        assignment order, stops the batch."""
+        pending = queue.Queue()
+        for assignment in assignments:
+            pending.put(assignment)
+        refused = {}
+
+        def serve(slot, handle):
+            while not handle.stopped:
+                try:
+                    assignment = pending.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    self.check_solution(assignment, handle, slot)
+                except GradingRefused as exc:
+                    refused[assignment] = exc
+
+        threads = [threading.Thread(target=serve, args=(i + 1, h), daemon=True)
+                   for i, h in enumerate(handles)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():  # a timed join, so that Ctrl-C reaches this thread at once
+                t.join(0.5)
+        for assignment in assignments:
+            if assignment in refused:
+                raise refused[assignment]
+
+    def check_solution(self, assignment, handle, slot=1):
         files = {nb: os.path.join(self.source_root, assignment, nb)
                  for nb in self.assignments[assignment]}
         shard = os.path.join(self.work, "solution_check", assignment)
-        task = self._task(SOLUTION_STUDENT, assignment, files, shard, 1)
+        task = self._task(SOLUTION_STUDENT, assignment, files, shard, slot)
         self.say(f"{assignment}: grading the solution notebook in the sandbox first ...")
         reply = handle.run(task, self._deadline(task))
         result = _read_result(shard) if reply else None
@@ -375,8 +406,7 @@ class Batch:
         try:
             for h in handles:
                 h.warm()
-            for a in graded_assignments:
-                self.check_solution(a, handles[0])
+            self.check_solutions(graded_assignments, handles)
             self.say(f"students: grading {len(taken.submissions)} submission(s) with {jobs} job(s)")
             results = self.grade_all(taken.submissions, handles)
         except BaseException:
