@@ -75,6 +75,17 @@ def course_assignments(source_root):
     return found
 
 
+def _on_every_worker(handles, serve):
+    """Run serve(slot, handle) in one thread per worker (slots from 1) until all return."""
+    threads = [threading.Thread(target=serve, args=(i + 1, h), daemon=True)
+               for i, h in enumerate(handles)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():  # a timed join, so that Ctrl-C reaches this thread at once
+            t.join(0.5)
+
+
 def _course_utils_dir(course_root):
     local = os.path.join(course_root, "course_utils")
     if os.path.isfile(os.path.join(local, "__init__.py")):
@@ -328,13 +339,7 @@ class Batch:
                 except GradingRefused as exc:
                     refused[assignment] = exc
 
-        threads = [threading.Thread(target=serve, args=(i + 1, h), daemon=True)
-                   for i, h in enumerate(handles)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():  # a timed join, so that Ctrl-C reaches this thread at once
-                t.join(0.5)
+        _on_every_worker(handles, serve)
         for assignment in assignments:
             if assignment in refused:
                 raise refused[assignment]
@@ -474,13 +479,7 @@ class Batch:
                     results[(task["student"], task["assignment"])] = result
                     bar.update(1)
 
-        threads = [threading.Thread(target=serve, args=(i + 1, h), daemon=True)
-                   for i, h in enumerate(handles)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            while t.is_alive():  # a timed join, so that Ctrl-C reaches this thread at once
-                t.join(0.5)
+        _on_every_worker(handles, serve)
         bar.close()
         return results
 
