@@ -13,10 +13,10 @@ from .attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from .bahdanau import additive_attention, dot_score, multiplicative_score
+from .bahdanau_attention import additive_attention, dot_score, multiplicative_score
 from .causal_cnn import CausalConv1d, conv_output_length, receptive_field
 from .positions import relative_rotation, sinusoidal_positional_encoding
-from .vit import patchify
+from .vision_transformer import patchify
 
 __all__ = [
     "MultiHeadAttention", "causal_mask", "merge_heads", "padding_mask",

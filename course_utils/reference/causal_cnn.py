@@ -13,7 +13,7 @@ import math
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["CausalConv1d", "receptive_field", "conv_output_length"]
+__all__ = ["CausalConv1d", "causal_conv1d", "receptive_field", "conv_output_length"]
 
 
 class CausalConv1d(nn.Module):
@@ -103,3 +103,18 @@ def conv_output_length(length, kernel_size, stride=1, dilation=1, padding=0):
             f"kernel's span of {span} steps"
         )
     return out
+
+
+def causal_conv1d(x, weight, bias=None, dilation=1):
+    """A causal 1-D convolution: (B, C_in, T) -> (B, C_out, T); output t reads inputs <= t.
+
+    weight: (C_out, C_in, kernel_size), bias: (C_out,) or None. Computed as ``nn.Conv1d`` on
+    the input padded on the left by (kernel_size - 1) * dilation zeros (CausalConv1d).
+    """
+    out_channels, in_channels, kernel_size = weight.shape
+    layer = CausalConv1d(in_channels, out_channels, kernel_size, dilation=dilation, bias=bias is not None)
+    layer = layer.to(dtype=weight.dtype)
+    layer.conv.weight = nn.Parameter(weight.detach().clone(), requires_grad=False)
+    if bias is not None:
+        layer.conv.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
+    return layer(x).detach()

@@ -1,5 +1,5 @@
 """Second correct implementations of notebook 04's exercises, written differently from the
-reference (course_utils/reference/bahdanau.py and bahdanau_exercises.py): the exercise's tests
+reference (course_utils/reference/bahdanau_attention.py): the exercise's tests
 must pass them too (tests/exercises/test_mutations.py)."""
 import heapq
 import math

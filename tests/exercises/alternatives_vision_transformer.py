@@ -1,5 +1,5 @@
 """Second correct implementations of notebook 09's exercises, written differently from the
-reference (course_utils/reference/vit.py and vision_transformer.py): the exercise's tests must
+reference (course_utils/reference/vision_transformer.py): the exercise's tests must
 pass them too (tests/exercises/test_mutations.py)."""
 import torch
 

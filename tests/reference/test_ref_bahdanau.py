@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils.reference.bahdanau import (
+from course_utils.reference.bahdanau_attention import (
     additive_attention,
     additive_score,
     dot_score,

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils.reference.vit import patchify
+from course_utils.reference.vision_transformer import patchify
 
 
 @settings(max_examples=30, deadline=None)

@@ -25,8 +25,7 @@ import math
 import torch
 
 from course_utils import seq2seq
-from course_utils.reference import bahdanau as reference
-from course_utils.reference import bahdanau_exercises as exercises_reference
+from course_utils.reference import bahdanau_attention as reference
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import Exercise, Mistake, mask_scores
@@ -405,7 +404,7 @@ EXERCISES = {
         Exercise(
             grade_id="bahdanau_attention_multiplicative_score",
             function_name="multiplicative_score",
-            reference=exercises_reference.multiplicative_score,
+            reference=reference.multiplicative_score,
             make_cases=score_cases,
             mistakes=SCORE_MISTAKES,
             forbidden=seq2seq.FORBIDDEN,
@@ -428,7 +427,7 @@ EXERCISES = {
         Exercise(
             grade_id="bahdanau_attention_decoder_step",
             function_name="decoder_step",
-            reference=exercises_reference.decoder_step,
+            reference=reference.decoder_step,
             make_cases=step_cases,
             mistakes=STEP_MISTAKES,
             forbidden=seq2seq.FORBIDDEN,
@@ -441,7 +440,7 @@ EXERCISES = {
         Exercise(
             grade_id="bahdanau_attention_greedy_decode",
             function_name="greedy_decode",
-            reference=exercises_reference.greedy_decode,
+            reference=reference.greedy_decode,
             make_cases=greedy_cases,
             mistakes=GREEDY_MISTAKES,
             forbidden=seq2seq.FORBIDDEN,
@@ -453,7 +452,7 @@ EXERCISES = {
         RankedExercise(
             grade_id="bahdanau_attention_beam_search",
             function_name="beam_search",
-            reference=exercises_reference.beam_search,
+            reference=reference.beam_search,
             make_cases=beam_cases,
             mistakes=BEAM_MISTAKES,
             forbidden=seq2seq.FORBIDDEN,

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from course_utils.reference.causal_cnn import conv_output_length as _ref_conv_output_length
 from course_utils.reference.causal_cnn import receptive_field as _ref_receptive_field
-from course_utils.reference.causal_cnn_exercises import causal_conv1d as _ref_causal_conv1d
+from course_utils.reference.causal_cnn import causal_conv1d as _ref_causal_conv1d
 from course_utils.reference.mistakes import Exercise, Mistake
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
