@@ -47,7 +47,7 @@ release: $(READY)
 OTHER_CPU := ATEN_CPU_CAPABILITY=default COURSE_TEST_THREADS=2
 test: $(READY)
 	@status=0; log=$$(mktemp); \
-	( $(BIN)/python -m pytest tests/grading $(PYTEST_ARGS) > $$log 2>&1; echo $$? > $$log.rc ) & grading=$$!; \
+	( $(BIN)/python scripts/with_default_sigint.py $(BIN)/python -m pytest tests/grading $(PYTEST_ARGS) > $$log 2>&1; echo $$? > $$log.rc ) & grading=$$!; \
 	$(BIN)/python -m pytest -n 2 --dist loadscope --ignore=tests/grading $(PYTEST_ARGS) || status=1; \
 	wait $$grading; echo "== the grading suite (tests/grading), which ran alongside:"; cat $$log; \
 	[ "$$(cat $$log.rc 2>/dev/null)" = 0 ] || status=1; rm -f $$log $$log.rc; \

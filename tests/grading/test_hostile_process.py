@@ -82,7 +82,11 @@ def test_ctrl_c_stops_the_batch_and_every_child(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "autograder", "grade", str(tmp_path / "subs"), "--out",
          str(tmp_path / "out"), "--course-root", str(course), "--jobs", "2", "--timeout", "600"],
-        cwd=str(H.REPO), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        cwd=str(H.REPO), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # A shell starts background jobs with SIGINT ignored, and a child inherits that: the
+        # grader must get Ctrl-C as a terminal gives it, whoever runs this test.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    family = []
     try:
         kernels = set()
         give_up = time.monotonic() + 600
@@ -99,8 +103,12 @@ def test_ctrl_c_stops_the_batch_and_every_child(tmp_path):
         _, err = proc.communicate(timeout=300)
         took = time.monotonic() - started
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if proc.poll() is None:  # the test failed: leave nothing running for the tests after it
+            for pid in [proc.pid, *_children(proc.pid), *family]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
     print(f"Ctrl-C: the grader exited {took:.1f} s after SIGINT")
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err and "Traceback" not in err
