@@ -126,6 +126,19 @@ def gradient_norms_by_layer(norm_first, num_layers=16, d_model=64, num_heads=4, 
     return {"grad": np.array(grad), "stream": np.array(stream)}
 
 
+def top_layer_gradients(depths=(2, 4, 8, 16, 32), seeds=(0, 1, 2), **kwargs):
+    """The gradient norm of the top block (next to the output) at initialisation, for stacks of
+    each depth, pre-norm and post-norm, over several seeds (see `gradient_norms_by_layer`).
+
+    Returns {"depths": (D,), "pre": (D, S), "post": (D, S)}: Xiong et al. (2020) predict that
+    pre-norm's top gradient shrinks as the stack deepens while post-norm's does not."""
+    out = {"depths": np.array(depths)}
+    for name, norm_first in (("pre", True), ("post", False)):
+        out[name] = np.array([[gradient_norms_by_layer(norm_first, num_layers=depth, seed=seed, **kwargs)["grad"][-1]
+                               for seed in seeds] for depth in depths])
+    return out
+
+
 def draw_gradient_norms(pre, post, axes=None):
     """Two panels from `gradient_norms_by_layer` of both arrangements: the gradient norm per
     layer, and the size of the residual stream entering each layer."""

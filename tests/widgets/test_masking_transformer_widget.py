@@ -124,3 +124,14 @@ def test_figures_draw(run):
 def test_char_lm_shapes():
     model = CharLM(28, context=8, d_model=16, num_heads=2, num_layers=1, d_ff=32)
     assert model(torch.zeros(2, 5, dtype=torch.long)).shape == (2, 5, 28)
+
+
+def test_top_layer_gradients_by_depth_are_repeatable_and_shaped():
+    a = demo.top_layer_gradients(depths=(2, 3), seeds=(0, 1), d_model=16, d_ff=32, T=8, batch_size=4)
+    b = demo.top_layer_gradients(depths=(2, 3), seeds=(0, 1), d_model=16, d_ff=32, T=8, batch_size=4)
+    assert a["pre"].shape == a["post"].shape == (2, 2)
+    assert np.array_equal(a["pre"], b["pre"]) and np.array_equal(a["post"], b["post"])
+    # the top block of a 3-deep stack is the last of gradient_norms_by_layer's rows
+    direct = demo.gradient_norms_by_layer(False, num_layers=3, seed=1, d_model=16, d_ff=32, T=8, batch_size=4)
+    assert a["post"][1, 1] == direct["grad"][-1]
+
