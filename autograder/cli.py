@@ -8,23 +8,42 @@ import argparse
 import os
 import sys
 
-from . import batch, intake, lock
+from . import batch, intake, lms, lock
 
 COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _lms_pattern_from_config(course_root):
-    """c.FileNameCollectorPlugin.named_regexp from the course's nbgrader_config.py, if set."""
-    path = os.path.join(course_root, "autograder", "nbgrader_config.py")
+def config_path(course_root, given=None):
+    return given or os.path.join(course_root, "autograder", "nbgrader_config.py")
+
+
+def load_config(path):
+    """The course's nbgrader-style config as {section: {key: value}}; {} when there is none.
+    A file that does not load is refused: a due date must not be dropped silently."""
     if not os.path.exists(path):
-        return None
+        return {}
     from traitlets.config.loader import PyFileConfigLoader
     try:
-        cfg = PyFileConfigLoader(os.path.basename(path), os.path.dirname(path)).load_config()
-    except Exception:  # noqa: BLE001 - fall back to the default pattern
+        cfg = PyFileConfigLoader(os.path.basename(path), os.path.dirname(os.path.abspath(path))).load_config()
+    except Exception as exc:  # noqa: BLE001 - any error in the instructor's file
+        raise ValueError(f"{path} could not be read ({type(exc).__name__}: {exc})") from None
+    return {name: dict(section) for name, section in cfg.items() if hasattr(section, "items")}
+
+
+def _lms_pattern_from_config(course_root, path=None):
+    """c.FileNameCollectorPlugin.named_regexp from the course's nbgrader_config.py, if set."""
+    try:
+        cfg = load_config(config_path(course_root, path))
+    except ValueError:
         return None
-    value = cfg.get("FileNameCollectorPlugin", {}).get("named_regexp")
-    return value or None
+    return cfg.get("FileNameCollectorPlugin", {}).get("named_regexp") or None
+
+
+def export_settings(course_root, path=None):
+    """lms.Settings from the LMSExport and LatePolicy sections of the course's config."""
+    source = os.path.join(course_root, "solutions")
+    return lms.Settings.load(load_config(config_path(course_root, path)), course_root,
+                             assignments=set(batch.course_assignments(source)))
 
 
 def parser():
@@ -43,6 +62,8 @@ def parser():
     g.add_argument("--course-root", default=COURSE_ROOT, help="course folder holding solutions/ (default: this repo)")
     g.add_argument("--gradebook", default="", help="course gradebook (default: COURSE_ROOT/gradebook.db)")
     g.add_argument("--lms-pattern", default=None, help="regexp for LMS zip file names (see README)")
+    g.add_argument("--config", default=None, help="the course's grading config (default: "
+                   "COURSE_ROOT/autograder/nbgrader_config.py): LMS roster, due dates, late rule")
     g.add_argument("--regrade", action="store_true", help="regrade students already graded in OUT")
     g.add_argument("--unsafe-no-sandbox", action="store_true", help="run student code unconfined (trusted input only)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -51,7 +72,16 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    pattern = args.lms_pattern or _lms_pattern_from_config(args.course_root) or intake.DEFAULT_LMS_PATTERN
+    if args.config and not os.path.isfile(args.config):
+        print(f"autograder: grading refused: --config {args.config} does not exist", file=sys.stderr)
+        return 2
+    try:
+        settings = export_settings(args.course_root, args.config)
+    except ValueError as exc:
+        print(f"autograder: grading refused: the course's config is wrong: {exc}", file=sys.stderr)
+        return 2
+    pattern = (args.lms_pattern or _lms_pattern_from_config(args.course_root, args.config)
+               or intake.DEFAULT_LMS_PATTERN)
     opts = batch.Options(
         submissions=os.path.abspath(args.submissions), out=args.out, course_root=args.course_root,
         gradebook=os.path.abspath(args.gradebook) if args.gradebook else "",
@@ -62,6 +92,7 @@ def main(argv=None):
     try:
         held = lock.hold(args.out)  # noqa: F841 - held open until the process exits
         job = batch.Batch(opts)
+        job.export_settings = settings  # read by export.write_all
         results = job.run()
     except (batch.GradingRefused, lock.Busy, ValueError) as exc:
         print(f"autograder: grading refused: {exc}", file=sys.stderr)
@@ -78,6 +109,20 @@ def main(argv=None):
         return 1
     graded = sum(1 for r in results.values() if r["status"] == "graded")
     earlier = f" ({job.resumed} already graded earlier, kept)" if job.resumed else ""
+    out = os.path.abspath(args.out)
     print(f"autograder: graded {graded} of {len(results)} submission(s){earlier}; see "
-          f"{os.path.join(os.path.abspath(args.out), 'grades.csv')} and problems.csv", file=sys.stderr)
+          f"{os.path.join(out, 'grades.csv')} and problems.csv; canvas.csv and moodle.csv "
+          + (f"name students by {os.path.basename(settings.roster_path)}" if settings.roster
+             else "name students by their course id (no roster configured)"), file=sys.stderr)
+    if os.path.exists(os.path.join(out, "regrade.csv")):
+        changed = _count_rows(os.path.join(out, "regrade.csv"))
+        kept = getattr(job, "history_kept", None)
+        print(f"autograder: {changed} test cell(s) changed score since the last run (regrade.csv)"
+              + (f"; the previous results are kept in {kept}" if kept else ""), file=sys.stderr)
     return 0
+
+
+def _count_rows(path):
+    import csv
+    with open(path, newline="", encoding="utf-8") as fh:
+        return max(0, sum(1 for _ in csv.reader(fh)) - 1)

@@ -6,12 +6,23 @@ them, sorted, makes two runs on the same input byte-identical. The course gradeb
 every grade (batch.merge), so nbgrader's own `export` and formgrader keep working.
 
 Columns: see autograder/README.md. `status` is `graded`, `not_submitted` or `could_not_grade`.
+
+Beside them: `canvas.csv` and `moodle.csv` (lms.py: the LMS's import formats, students named by
+the configured roster), the late penalty of each submission when a due date is configured (four
+more columns of grades.csv, and a line in problems.csv for each late or undated submission: a
+penalty is never silent), `regrade.csv` and `history/` (regrade.py: what a rerun changed, and
+the previous run's files). The settings arrive as `batch.export_settings` (an lms.Settings, set
+by the command line from the course's config); without it nothing is mapped or penalised.
 """
 import csv
+import hashlib
 import os
 import shutil
 
+from . import lms, regrade, report
 from .intake import SOLUTION_STUDENT
+
+LATE_COLUMNS = ["submitted_at", "days_late", "penalty", "final_score"]
 
 
 def _num(x):
@@ -56,20 +67,118 @@ def _copy(src, dest, failures):
         failures.append(f"{dest}: {exc.strerror or exc}")
 
 
+def _submission_hash(files):
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0")
+        try:
+            with open(files[name], "rb") as fh:
+                digest.update(hashlib.sha256(fh.read()).digest())
+        except OSError:
+            digest.update(b"?")
+    return digest.hexdigest()
+
+
+def _late(settings, taken, grades, problems):
+    """grades.csv's late columns ({(student, assignment): [4 cells]}); problems.csv says why."""
+    policy = settings.late
+    subs = {(s.student_id, s.assignment): s for s in taken.submissions}
+    when = {}
+    for key, sub in subs.items():
+        if sub.submitted_at is not None:
+            when[key] = lms.aware(sub.submitted_at, settings.zip_timezone)
+    rows = [{"student_id": g[0], "assignment": g[1], "score": float(g[2]) if g[2] else None,
+             "max_score": float(g[3]) if g[3] else 0.0, "status": g[4]} for g in grades]
+    columns = {}
+    for row in lms.apply_penalties(rows, policy, when):
+        key = (row["student_id"], row["assignment"])
+        columns[key] = [row["submitted_at"], str(row["days_late"]), f"{row['penalty']:g}",
+                        "" if row["final_score"] is None else f"{row['final_score']:g}"]
+        due = policy.due.get(row["assignment"])
+        if due is None or row["status"] == "not_submitted":
+            continue
+        sub = subs.get(key)
+        if key not in when:
+            problems.add((*key, "no submission time is known (no timestamp.txt, not from a zip): "
+                          "no late penalty was applied; check it by hand"))
+        elif row["days_late"]:
+            problems.add((*key, f"submitted {row['submitted_at']} (from {sub.timestamp_from}), "
+                          f"{row['days_late']} started day(s) after the due date {due.isoformat()}: "
+                          f"{row['penalty']:.0%} of the points taken off (score "
+                          f"{_cell(row['score'])} -> final_score {_cell(row['final_score'])})"))
+    return columns, rows
+
+
+def _cell(x):
+    return "" if x is None else f"{x:g}"
+
+
+def _lms_files(settings, rows, problems):
+    """{file name: rows} of canvas.csv and moodle.csv; a student the roster lacks is a problem."""
+    canvas, unmapped = lms.canvas_rows(rows, settings.roster, settings.canvas_ids)
+    moodle, _ = lms.moodle_rows(rows, settings.roster, settings.moodle_identifier)
+    if settings.roster:
+        for student in unmapped:
+            problems.add((student, "", f"not in the roster ({os.path.basename(settings.roster_path)}): "
+                          "canvas.csv and moodle.csv list this student under the course id; add a row"))
+    return {"canvas.csv": canvas, "moodle.csv": moodle}
+
+
+def _record(batch, taken, results):
+    """The entries of .work/graded.json (see regrade.py)."""
+    files = {(s.student_id, s.assignment): s.files for s in taken.submissions}
+    catalogues, entries = {}, {}
+    for (student, assignment), r in results.items():
+        if student == SOLUTION_STUDENT:
+            continue
+        if assignment not in catalogues:
+            catalogues[assignment] = report.load_catalogue(assignment)
+        cells = []
+        for c in r.get("cells", []):
+            exercise = c["grade_id"][:-len("_tests")] if c["grade_id"].endswith("_tests") else c["grade_id"]
+            cells.append({"notebook": c["notebook"], "grade_id": c["grade_id"], "score": c["score"],
+                          "message": c.get("message", ""),
+                          "outcome": report.classify(c, catalogues[assignment].get(exercise))})
+        prepared = getattr(batch, "prepared", {}).get(assignment, {})
+        entries[(student, assignment)] = {
+            "student_id": student, "assignment": assignment, "status": r["status"],
+            "cells": sorted(cells, key=lambda c: (c["notebook"], c["grade_id"])),
+            "inputs": prepared.get("fp"),
+            "submission": _submission_hash(files[(student, assignment)]) if (student, assignment) in files else None}
+    return entries
+
+
+def _text(text, dest, failures):
+    try:
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        with open(dest, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        failures.append(f"{dest}: {exc.strerror or exc}")
+
+
 def write_all(batch, taken, results, assignments):
     """Write the CSVs and feedback; returns the files that could not be written (say, a full
-    disk): the caller reports them. problems.csv and grades.csv are written first."""
+    disk): the caller reports them. problems.csv and grades.csv are written first. The previous
+    run's files go to history/ first (regrade.py); if they cannot, nothing is overwritten."""
     failures = []
     out = batch.out
+    settings = getattr(batch, "export_settings", None) or lms.Settings()
     os.makedirs(out, exist_ok=True)
+    try:
+        history = regrade.History(out).begin()
+    except OSError as exc:
+        return [f"{os.path.join(out, 'history')}: {exc.strerror or exc} (the previous results "
+                "could not be kept, so none of them was replaced)"]
     students = sorted((taken.students | batch.known_students()
                        | {s for s, _ in results}) - {SOLUTION_STUDENT})
     grades, by_cell = [], []
     problems = {(p.student_id, p.assignment, p.problem) for p in batch.problems}
     fb_root = os.path.join(out, "feedback")
     copies = []  # feedback is copied after the CSVs: they matter most when space runs out
-    if os.path.isdir(fb_root):
+    if os.path.isdir(fb_root):  # history moved it; what is left is not a previous result
         shutil.rmtree(fb_root)
+    subs = {(sub.student_id, sub.assignment): sub for sub in taken.submissions}
     for a in assignments:
         template = _template_cells(batch.prepared[a]["template_db"])
         max_total = sum(m for _, _, m in template)
@@ -98,14 +207,41 @@ def write_all(batch, taken, results, assignments):
                 by_cell.append([s, a, nb, gid, _num(sc), _num(m), status])
             for name, html in sorted(r.get("feedback", {}).items()):
                 if os.path.exists(html):
-                    copies.append((html, os.path.join(fb_root, s, a, os.path.basename(html))))
-    _write(os.path.join(out, "grades.csv"),
-           ["student_id", "assignment", "score", "max_score", "status"], grades, failures)
+                    copies.append((_copy, html, os.path.join(fb_root, s, a, os.path.basename(html))))
+            if r.get("feedback") and (s, a) in subs:
+                # nbgrader's feedback folder layout: `nbgrader release_feedback` can serve it
+                for name, text in sorted(subs[(s, a)].exchange_files.items()):
+                    copies.append((_text, text, os.path.join(fb_root, s, a, name)))
+    header = ["student_id", "assignment", "score", "max_score", "status"]
+    lms_rows = [{"student_id": g[0], "assignment": g[1], "score": float(g[2]) if g[2] else None,
+                 "max_score": float(g[3]) if g[3] else 0.0, "status": g[4]} for g in grades]
+    if settings.late is not None:
+        late, lms_rows = _late(settings, taken, grades, problems)
+        header += LATE_COLUMNS
+        grades = [g + late[(g[0], g[1])] for g in grades]
+    lms_files = _lms_files(settings, lms_rows, problems)
+    _write(os.path.join(out, "grades.csv"), header, grades, failures)
     _write(os.path.join(out, "problems.csv"), ["student_id", "assignment", "problem"],
            sorted(problems), failures)
     _write(os.path.join(out, "grades_by_cell.csv"),
            ["student_id", "assignment", "notebook", "grade_id", "score", "max_score", "status"],
            by_cell, failures)
-    for src, dest in copies:
-        _copy(src, dest, failures)
+    for name, rows in lms_files.items():
+        _write(os.path.join(out, name), rows[0], rows[1:], failures)
+    record = _record(batch, taken, results)
+    if history.previous:
+        _write(os.path.join(out, "regrade.csv"), regrade.HEADER,
+               regrade.diff(history.previous, record), failures)
+    for write, src, dest in copies:
+        write(src, dest, failures)
+    try:  # also written by the batch after this; here so that history compares the new one
+        report.write(results.values(), out)
+    except Exception:  # noqa: BLE001 - the batch writes it again and reports a failure
+        pass
+    try:
+        regrade.write_record(out, record.values())
+    except OSError as exc:
+        failures.append(f"{os.path.join(out, regrade.RECORD)}: {exc.strerror or exc}")
+    if not failures:
+        batch.history_kept = history.finish()
     return failures

@@ -14,16 +14,30 @@ Inputs:
   capture `assignment_id`. The default fits Canvas/Moodle-style names such as
   `smithjane_12345_67890_self_attention.ipynb`; set
   `c.FileNameCollectorPlugin.named_regexp` in nbgrader_config.py or pass `--lms-pattern`.
+
+When each submission was made (for late penalties, see lms.py) is read, never guessed from a
+file's modification time (a copy changes it):
+- `timestamp.txt` beside the notebooks, which nbgrader's exchange writes at submit and
+  `nbgrader collect` keeps (with `submission_secret.txt`, the key `nbgrader release_feedback`
+  needs: both are kept with the submission and are not reported as extra files);
+- otherwise the zip entry's time: its extended-timestamp field (UTC) when the zip has one, else
+  the DOS date and time, which carries no zone (`submitted_at` is then naive and the export
+  reads it in the configured `zip_timezone`);
+- otherwise none: a folder without timestamp.txt has no submission time.
 """
+import datetime as dt
 import json
 import os
 import re
 import shutil
 import stat
 import time
+import struct
 import zipfile
 import zlib
 from dataclasses import dataclass, field
+
+from . import lms
 
 DEFAULT_LMS_PATTERN = (r"^(?:.*/)?(?P<student_id>[A-Za-z0-9][A-Za-z0-9.@-]*)_(?:late_)?"
                        r"(?:\d+_)*(?P<file_id>[A-Za-z][A-Za-z0-9_-]*(?: \(\d+\))?\.ipynb)$")
@@ -33,6 +47,8 @@ STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 # The solution check is graded under this id: not a valid student id, so never a real student's.
 SOLUTION_STUDENT = "_solution_"
 IGNORED = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store", "Thumbs.db"}
+# Written by nbgrader's exchange beside a submission's notebooks; kept, not reported as extra.
+EXCHANGE_FILES = ("timestamp.txt", "submission_secret.txt")
 
 
 @dataclass
@@ -47,6 +63,9 @@ class Submission:
     student_id: str
     assignment: str
     files: dict = field(default_factory=dict)  # notebook file name -> staged path
+    submitted_at: object = None  # datetime (aware; naive = a zip's zone-less time) or None
+    timestamp_from: str = ""     # "timestamp.txt", "zip entry (UTC)", "zip entry" or ""
+    exchange_files: dict = field(default_factory=dict)  # timestamp.txt / submission_secret.txt -> text
 
 
 @dataclass
@@ -81,8 +100,26 @@ def _check_notebook(path):
     return None
 
 
-def _safe_extract(zip_path, dest, max_file_bytes, max_total_bytes, problems):
-    """Extract regular files only, refusing absolute paths, '..', links and oversize entries."""
+def zip_entry_time(info):
+    """(datetime, source) of a zip entry: the extended-timestamp extra field (0x5455, a UTC
+    Unix time) when present, else the DOS date and time as a naive datetime (no zone)."""
+    extra, i = info.extra or b"", 0
+    while i + 4 <= len(extra):
+        tag, size = struct.unpack("<HH", extra[i:i + 4])
+        body = extra[i + 4:i + 4 + size]
+        if tag == 0x5455 and len(body) >= 5 and body[0] & 1:
+            seconds = struct.unpack("<i", body[1:5])[0]
+            return dt.datetime.fromtimestamp(seconds, dt.timezone.utc), "zip entry (UTC)"
+        i += 4 + size
+    try:
+        return dt.datetime(*info.date_time), "zip entry"
+    except ValueError:
+        return None, ""
+
+
+def _safe_extract(zip_path, dest, max_file_bytes, max_total_bytes, problems, times=None):
+    """Extract regular files only, refusing absolute paths, '..', links and oversize entries.
+    times: filled with {extracted path: (datetime, source)} (see zip_entry_time)."""
     total = 0
     with zipfile.ZipFile(zip_path) as zf:
         for info in zf.infolist():
@@ -109,6 +146,8 @@ def _safe_extract(zip_path, dest, max_file_bytes, max_total_bytes, problems):
             target = os.path.join(dest, *parts)
             try:
                 _extract_one(zf, info, target)
+                if times is not None:
+                    times[target] = zip_entry_time(info)
             except _BAD_ENTRY as exc:  # one bad entry is one problem, never the whole batch
                 problems.append(Problem("", "", f"zip entry '{name[:120]}' could not be extracted "
                                         f"({_reason(exc)}) and was skipped"))
@@ -163,7 +202,7 @@ def _is_layout(root, assignments):
     return False
 
 
-def _from_lms_names(root, staging, assignments, pattern, problems):
+def _from_lms_names(root, staging, assignments, pattern, problems, times):
     """Re-lay flat LMS files as <student>/<assignment>/<notebook> using nbgrader's collector."""
     from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
 
@@ -202,6 +241,8 @@ def _from_lms_names(root, staging, assignments, pattern, problems):
         try:
             os.makedirs(os.path.dirname(target), exist_ok=True)
             shutil.copyfile(path, target)
+            if path in times:  # the chosen copy's upload time is the submission's
+                times[target] = times[path]
         except OSError as exc:
             problems.append(Problem(student, assignment, f"file '{rel}' could not be read "
                                     f"({_reason(exc)}); skipped"))
@@ -248,6 +289,7 @@ def collect(source, staging, assignments, *, lms_pattern=DEFAULT_LMS_PATTERN,
     only: the assignment ids to grade (None: all). Returns an IntakeResult.
     """
     problems = []
+    times = {}  # extracted file -> (datetime, source): the zip's upload times
     os.makedirs(staging, exist_ok=True)
     root = source
     if os.path.isfile(source):
@@ -256,13 +298,13 @@ def collect(source, staging, assignments, *, lms_pattern=DEFAULT_LMS_PATTERN,
         root = os.path.join(staging, "_unzipped")
         if os.path.isdir(root):
             shutil.rmtree(root)
-        _safe_extract(source, root, max_file_bytes, max_total_bytes, problems)
+        _safe_extract(source, root, max_file_bytes, max_total_bytes, problems, times)
         entries = [e for e in os.listdir(root) if not _ignored(e)]
         if len(entries) == 1 and os.path.isdir(os.path.join(root, entries[0])) \
                 and not _is_layout(root, assignments):
             root = os.path.join(root, entries[0])  # a zip of one top folder
         if not _is_layout(root, assignments):
-            root = _from_lms_names(root, staging, assignments, lms_pattern, problems)
+            root = _from_lms_names(root, staging, assignments, lms_pattern, problems, times)
     elif not os.path.isdir(source):
         raise ValueError(f"{source} does not exist")
 
@@ -296,7 +338,7 @@ def collect(source, staging, assignments, *, lms_pattern=DEFAULT_LMS_PATTERN,
             try:
                 sub = _stage_assignment(student, assignment, apath, assignments[assignment],
                                         os.path.join(stage, student, assignment), max_file_bytes,
-                                        problems)
+                                        problems, times)
             except OSError as exc:  # an unreadable file costs this submission, not the batch
                 problems.append(Problem(student, assignment, "the submission could not be read "
                                         f"({_reason(exc)}: {str(exc.filename or '')[-80:]})"))
@@ -306,11 +348,36 @@ def collect(source, staging, assignments, *, lms_pattern=DEFAULT_LMS_PATTERN,
     return IntakeResult(submissions, problems, students, attempted)
 
 
-def _stage_assignment(student, assignment, apath, expected, dest, max_file_bytes, problems):
+def _read_exchange_file(path, name, report):
+    """The text of timestamp.txt / submission_secret.txt, or None (reported) when unusable."""
+    if os.path.getsize(path) > 1024:
+        report(f"'{name}' is over 1 KB, so it is not nbgrader's; ignored")
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (UnicodeDecodeError, OSError) as exc:
+        report(f"'{name}' could not be read ({_reason(exc)}); ignored")
+        return None
+
+
+def _submission_time(text):
+    """An exchange timestamp.txt as an aware datetime: ISO 8601 or nbgrader's
+    '%Y-%m-%d %H:%M:%S.%f %Z'; a time without a zone is UTC (what nbgrader writes and means)."""
+    try:
+        return lms.parse_time(text)
+    except ValueError as exc:
+        if "time zone" not in str(exc):
+            raise
+        return dt.datetime.fromisoformat(text.strip()).replace(tzinfo=dt.timezone.utc)
+
+
+def _stage_assignment(student, assignment, apath, expected, dest, max_file_bytes, problems,
+                      times=None):
     def report(text):
         problems.append(Problem(student, assignment, text))
 
-    notebooks, invalid = {}, []
+    notebooks, invalid, exchange = {}, [], {}
     for path in _flat_files(apath):
         rel = os.path.relpath(path, apath)
         st = os.lstat(path)
@@ -320,6 +387,11 @@ def _stage_assignment(student, assignment, apath, expected, dest, max_file_bytes
         if st.st_size > max_file_bytes:
             report(f"'{rel}' is {st.st_size / 2**20:.0f} MB, over the {max_file_bytes / 2**20:.0f} MB "
                    "limit; ignored")
+            continue
+        if rel in EXCHANGE_FILES:
+            text = _read_exchange_file(path, rel, report)
+            if text is not None:
+                exchange[rel] = text
             continue
         if not rel.endswith(".ipynb") or os.sep in rel:
             report(f"extra file '{rel}' is not part of the assignment; ignored")
@@ -349,9 +421,21 @@ def _stage_assignment(student, assignment, apath, expected, dest, max_file_bytes
     if not staged:
         return None
     os.makedirs(dest, exist_ok=True)
-    sub = Submission(student, assignment)
+    sub = Submission(student, assignment, exchange_files=exchange)
     for name, path in sorted(staged.items()):
         target = os.path.join(dest, name)
         shutil.copyfile(path, target)
         sub.files[name] = target
+    if "timestamp.txt" in exchange:
+        try:
+            sub.submitted_at, sub.timestamp_from = _submission_time(exchange["timestamp.txt"]), "timestamp.txt"
+        except ValueError:
+            report(f"timestamp.txt ({exchange['timestamp.txt'].strip()[:60]!r}) is not a time; "
+                   "the submission time is unknown")
+    else:  # the newest upload among the notebooks graded (a zip's entries)
+        stamped = [times[p] for p in staged.values() if times and times.get(p, (None,))[0]]
+        if stamped:
+            aware = {t.tzinfo is not None for t, _ in stamped}
+            if len(aware) == 1:
+                sub.submitted_at, sub.timestamp_from = max(stamped, key=lambda ts: ts[0])
     return sub

@@ -18,12 +18,28 @@ exported, under the course id in the login column, and listed so nobody is lost 
 
 Late penalties are a rule the instructor states (`LatePolicy`), applied to the submission's
 timestamp and shown in their own columns; the LMS files carry the score after the penalty.
+
+The configuration (`Settings.load`) lives in the course's `autograder/nbgrader_config.py`,
+beside nbgrader's own, in two sections nbgrader ignores:
+
+    c.LMSExport.roster = "roster.csv"            # student_id,Student,ID,SIS User ID,...,Email address
+    c.LMSExport.canvas_assignment_ids = {"05_self_attention": 4711}
+    c.LMSExport.moodle_identifier = "Email address"   # a roster column; "Username" without a roster
+    c.LMSExport.zip_timezone = "Europe/Berlin"  # how to read a zip entry's zone-less time (UTC)
+    c.LatePolicy.due = {"05_self_attention": "2026-11-20T23:59:00+01:00"}
+    c.LatePolicy.per_day = 0.1                  # share of the points per started day late
+    c.LatePolicy.cap = 0.5                      # at most this share
+    c.LatePolicy.grace_minutes = 10
+
+A mistake there (a due date without a zone, a share above 1, a missing roster, a due date for an
+assignment the course does not have) refuses the run before anything is graded.
 """
 import csv
 import dataclasses
 import datetime as dt
 import math
 import os
+import zoneinfo
 
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
@@ -40,9 +56,21 @@ class LatePolicy:
 
     @classmethod
     def from_config(cls, config):
-        due = {a: parse_time(t) for a, t in (config.get("due") or {}).items()}
-        return cls(due=due, per_day=float(config.get("per_day", 0.1)), cap=float(config.get("cap", 0.5)),
-                   grace_minutes=float(config.get("grace_minutes", 0.0)))
+        unknown = set(config) - {"due", "per_day", "cap", "grace_minutes"}
+        if unknown:
+            raise ValueError(f"c.LatePolicy has no setting {', '.join(sorted(unknown))} "
+                             "(it has due, per_day, cap, grace_minutes)")
+        due = {}
+        for assignment, when in dict(config.get("due") or {}).items():
+            try:
+                due[assignment] = when if isinstance(when, dt.datetime) else parse_time(str(when))
+            except ValueError as exc:
+                raise ValueError(f"c.LatePolicy.due[{assignment!r}]: {exc}") from None
+            if due[assignment].tzinfo is None:
+                raise ValueError(f"c.LatePolicy.due[{assignment!r}] has no time zone")
+        policy = cls(due=due, per_day=_number(config, "per_day", 0.1), cap=_number(config, "cap", 0.5),
+                     grace_minutes=_number(config, "grace_minutes", 0.0, top=None))
+        return policy
 
     def penalty(self, assignment, submitted):
         """(days late, share of the points taken off) for a submission time; (0, 0) when on time,
@@ -57,6 +85,18 @@ class LatePolicy:
         return days, min(self.cap, days * self.per_day)
 
 
+def _number(config, key, default, top=1.0):
+    value = config.get(key, default)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"c.LatePolicy.{key} must be a number, not {value!r}") from None
+    if value < 0 or (top is not None and value > top) or math.isnan(value):
+        raise ValueError(f"c.LatePolicy.{key} = {value:g} is out of range "
+                         + (f"(a share of the points: 0 to {top:g})" if top else "(0 or more)"))
+    return value
+
+
 def parse_time(text):
     """An ISO 8601 time with a zone; nbgrader's timestamp.txt ('2026-11-20 17:03:01.123456 UTC')
     too. A time without a zone is refused: a deadline must not move with the grader's clock."""
@@ -69,13 +109,79 @@ def parse_time(text):
     return value
 
 
+def aware(value, zone):
+    """A submission time with a zone: a zip's zone-less time is read in `zone` (a tzinfo)."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=zone)
+
+
+@dataclasses.dataclass
+class Settings:
+    """What the export needs beyond the grades: who is who in the LMS, and the late rule."""
+
+    roster: dict = dataclasses.field(default_factory=dict)  # student id -> {column: value}
+    roster_path: str = ""
+    canvas_ids: dict = dataclasses.field(default_factory=dict)
+    moodle_identifier: str = "Username"
+    zip_timezone: object = dt.timezone.utc
+    late: LatePolicy = None
+
+    SECTIONS = {"LMSExport": {"roster", "canvas_assignment_ids", "moodle_identifier", "zip_timezone"},
+                "LatePolicy": {"due", "per_day", "cap", "grace_minutes"}}
+
+    @classmethod
+    def load(cls, sections, course_root, assignments=None):
+        """From the config's LMSExport and LatePolicy sections ({name: {key: value}});
+        assignments: the course's ids, to refuse a due date for one that does not exist."""
+        lms_cfg = dict(sections.get("LMSExport") or {})
+        unknown = set(lms_cfg) - cls.SECTIONS["LMSExport"]
+        if unknown:
+            raise ValueError(f"c.LMSExport has no setting {', '.join(sorted(unknown))} "
+                             f"(it has {', '.join(sorted(cls.SECTIONS['LMSExport']))})")
+        settings = cls()
+        if lms_cfg.get("roster"):
+            path = os.path.join(course_root, str(lms_cfg["roster"]))
+            if not os.path.isfile(path):
+                raise ValueError(f"c.LMSExport.roster: {path} does not exist")
+            settings.roster, settings.roster_path = read_mapping(path), path
+        settings.canvas_ids = {str(a): str(i) for a, i in dict(lms_cfg.get("canvas_assignment_ids") or {}).items()}
+        default_id = "Email address" if settings.roster else "Username"
+        settings.moodle_identifier = str(lms_cfg.get("moodle_identifier") or default_id)
+        if settings.roster and not any(settings.moodle_identifier in row for row in settings.roster.values()):
+            raise ValueError(f"c.LMSExport.moodle_identifier: the roster has no column "
+                             f"{settings.moodle_identifier!r} (columns: "
+                             f"{', '.join(next(iter(settings.roster.values()), {}))})")
+        zone = lms_cfg.get("zip_timezone") or "UTC"
+        try:
+            settings.zip_timezone = zoneinfo.ZoneInfo(str(zone))
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"c.LMSExport.zip_timezone: unknown time zone {zone!r} "
+                             "(an IANA name such as 'UTC' or 'Europe/Berlin')") from None
+        late = sections.get("LatePolicy")
+        if late:
+            settings.late = LatePolicy.from_config(dict(late))
+        for name, ids in (("c.LatePolicy.due", settings.late.due if settings.late else {}),
+                          ("c.LMSExport.canvas_assignment_ids", settings.canvas_ids)):
+            wrong = sorted(a for a in ids if assignments is not None and a not in assignments)
+            if wrong:
+                raise ValueError(f"{name} names {', '.join(wrong)}, not an assignment of this course "
+                                 f"(known: {', '.join(sorted(assignments))})")
+        return settings
+
+
 def read_mapping(path):
     """{course student id: {column: value}} from a CSV whose first column is `student_id`."""
     with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames or reader.fieldnames[0] != "student_id":
             raise ValueError(f"{path}: the first column must be 'student_id' (the course's ids)")
-        return {row["student_id"]: {k: v for k, v in row.items() if k != "student_id"} for row in reader}
+        mapping = {}
+        for row in reader:
+            if row["student_id"] in mapping:
+                raise ValueError(f"{path}: student_id {row['student_id']!r} appears twice")
+            mapping[row["student_id"]] = {k: v for k, v in row.items() if k != "student_id"}
+        return mapping
 
 
 def apply_penalties(grades, policy, submitted_at):
