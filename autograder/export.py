@@ -89,8 +89,8 @@ def _late(settings, taken, grades, problems):
             when[key] = lms.aware(sub.submitted_at, settings.zip_timezone)
     rows = [{"student_id": g[0], "assignment": g[1], "score": float(g[2]) if g[2] else None,
              "max_score": float(g[3]) if g[3] else 0.0, "status": g[4]} for g in grades]
-    columns = {}
-    for row in lms.apply_penalties(rows, policy, when):
+    columns, rows = {}, lms.apply_penalties(rows, policy, when)
+    for row in rows:
         key = (row["student_id"], row["assignment"])
         columns[key] = [row["submitted_at"], str(row["days_late"]), f"{row['penalty']:g}",
                         "" if row["final_score"] is None else f"{row['final_score']:g}"]

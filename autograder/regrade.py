@@ -11,6 +11,8 @@ whose score moved, by how much and why, and must be able to go back. So each run
 2. writes the new files, and `regrade.csv` comparing the two runs cell by cell;
 3. deletes that history folder again only when every file in it is byte-identical to the new
    one (nothing would be lost), so `history/` holds one folder per run that changed something.
+   (regrade.csv alone does not count: it only compares the two runs before, whose records are
+   both kept.)
 
 The record of a run is `DIR/.work/graded.json`: per student and assignment the status, each test
 cell's score, first error message (`message` in the shard's result.json) and outcome (the mistake
@@ -81,6 +83,8 @@ class History:
         if not self.saved:
             return None
         for name in self.saved:
+            if name == "regrade.csv":  # the difference of the two runs before: derivable, not a result
+                continue
             old = os.path.join(self.dir, name)
             new = os.path.join(self.out, RECORD if name == "results.json" else name)
             if name == "feedback":

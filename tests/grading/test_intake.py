@@ -1,7 +1,9 @@
 """Intake on its own: folders, LMS zips, and everything wrong with them (fast, no kernels)."""
+import datetime as dt
 import json
 import os
 import stat
+import struct
 import zipfile
 
 import nbformat
@@ -120,3 +122,64 @@ def test_not_a_zip_or_folder(tmp_path):
     f.write_text("hello")
     with pytest.raises(ValueError):
         intake.collect(str(f), str(tmp_path / "stage"), ASSIGNMENTS)
+
+
+# -- when each submission was made (for late penalties) -------------------------------------------
+
+UTC = dt.timezone.utc
+
+
+def test_exchange_files_give_the_time_and_are_not_strays(tmp_path):
+    """`nbgrader collect` leaves timestamp.txt and submission_secret.txt beside the notebook."""
+    src = tmp_path / "subs"
+    put(src, "alice/05_self_attention/self_attention.ipynb")
+    put(src, "alice/05_self_attention/timestamp.txt", "2026-11-21 09:30:00.250000 UTC")
+    put(src, "alice/05_self_attention/submission_secret.txt", "c2VjcmV0")
+    put(src, "bob/05_self_attention/self_attention.ipynb")
+    put(src, "bob/05_self_attention/timestamp.txt", "next tuesday")
+    put(src, "carol/05_self_attention/self_attention.ipynb")  # no time at all
+    put(src, "dan/05_self_attention/self_attention.ipynb")
+    put(src, "dan/05_self_attention/timestamp.txt", "2026-11-21T10:00:00+01:00")
+    r = intake.collect(str(src), str(tmp_path / "stage"), ASSIGNMENTS)
+    subs = {s.student_id: s for s in r.submissions}
+    assert subs["alice"].submitted_at == dt.datetime(2026, 11, 21, 9, 30, 0, 250000, tzinfo=UTC)
+    assert subs["alice"].timestamp_from == "timestamp.txt"
+    assert subs["alice"].exchange_files == {"timestamp.txt": "2026-11-21 09:30:00.250000 UTC",
+                                            "submission_secret.txt": "c2VjcmV0"}
+    assert reasons(r, "alice") == []
+    assert subs["bob"].submitted_at is None
+    assert reasons(r, "bob") == ["timestamp.txt ('next tuesday') is not a time; the submission time is unknown"]
+    assert subs["carol"].submitted_at is None and subs["carol"].timestamp_from == ""
+    assert subs["dan"].submitted_at == dt.datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
+
+
+def test_a_zip_entry_gives_its_utc_time_or_its_zoneless_time(tmp_path):
+    z = tmp_path / "export.zip"
+    utc_seconds = int(dt.datetime(2026, 11, 21, 23, 30, tzinfo=UTC).timestamp())
+    with zipfile.ZipFile(z, "w") as zf:
+        plain = zipfile.ZipInfo("smithjane_1_self_attention.ipynb", date_time=(2026, 11, 21, 8, 15, 0))
+        zf.writestr(plain, nb_text())
+        stamped = zipfile.ZipInfo("doejohn_2_self_attention.ipynb", date_time=(2026, 11, 22, 0, 30, 0))
+        stamped.extra = struct.pack("<HHBi", 0x5455, 5, 1, utc_seconds)  # extended timestamp, UTC
+        zf.writestr(stamped, nb_text())
+        old = zipfile.ZipInfo("roefred_3_self_attention.ipynb", date_time=(2026, 11, 20, 8, 0, 0))
+        new = zipfile.ZipInfo("roefred_4_self_attention-1.ipynb", date_time=(2026, 11, 23, 8, 0, 0))
+        zf.writestr(old, nb_text())
+        zf.writestr(new, nb_text())
+    r = intake.collect(str(z), str(tmp_path / "stage"), ASSIGNMENTS)
+    subs = {s.student_id: s for s in r.submissions}
+    assert (subs["smithjane"].submitted_at, subs["smithjane"].timestamp_from) == (
+        dt.datetime(2026, 11, 21, 8, 15), "zip entry")  # no zone: the export reads it in zip_timezone
+    assert (subs["doejohn"].submitted_at, subs["doejohn"].timestamp_from) == (
+        dt.datetime(2026, 11, 21, 23, 30, tzinfo=UTC), "zip entry (UTC)")
+    # Of two copies the newest is graded, and its upload time is the submission's.
+    assert subs["roefred"].submitted_at == dt.datetime(2026, 11, 23, 8, 0)
+
+
+def test_an_oversized_timestamp_file_is_not_believed(tmp_path):
+    src = tmp_path / "subs"
+    put(src, "alice/05_self_attention/self_attention.ipynb")
+    put(src, "alice/05_self_attention/timestamp.txt", "2026-11-21 09:30:00 UTC" + " " * 2000)
+    r = intake.collect(str(src), str(tmp_path / "stage"), ASSIGNMENTS)
+    assert r.submissions[0].submitted_at is None
+    assert reasons(r, "alice") == ["'timestamp.txt' is over 1 KB, so it is not nbgrader's; ignored"]

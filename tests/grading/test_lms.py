@@ -75,3 +75,59 @@ def test_mapping_file_must_start_with_the_course_ids(tmp_path):
     lms.write_csv(str(out), lms.canvas_rows(GRADES, MAPPING)[0])
     with open(out, newline="") as fh:
         assert next(csv.reader(fh))[:5] == list(lms.CANVAS_IDENTITY)
+
+
+# -- the configuration, refused when wrong ---------------------------------------------------------
+
+def _roster(tmp_path):
+    (tmp_path / "roster.csv").write_text(
+        "student_id,Student,ID,SIS User ID,SIS Login ID,Section,Email address\n"
+        "alice,\"Smith, Alice\",1001,S1,asmith,A,alice@example.edu\n")
+    return "roster.csv"
+
+
+def test_settings_from_the_course_config(tmp_path):
+    s = lms.Settings.load({"LMSExport": {"roster": _roster(tmp_path), "canvas_assignment_ids": {"05_self_attention": 4711},
+                                         "zip_timezone": "Europe/Berlin"},
+                           "LatePolicy": {"due": {"05_self_attention": "2026-11-20T23:59:00+01:00"}, "per_day": 0.25}},
+                          str(tmp_path), assignments={"05_self_attention"})
+    assert s.roster["alice"]["SIS Login ID"] == "asmith" and s.canvas_ids == {"05_self_attention": "4711"}
+    assert s.moodle_identifier == "Email address"  # with a roster, Moodle matches users by email
+    assert s.late.due["05_self_attention"] == dt.datetime(2026, 11, 20, 22, 59, tzinfo=UTC)
+    assert s.late.per_day == 0.25 and s.late.cap == 0.5
+    naive = dt.datetime(2026, 11, 21, 0, 30)  # a zip's zone-less time, read in Berlin: 23:30 UTC
+    assert lms.aware(naive, s.zip_timezone) == dt.datetime(2026, 11, 20, 23, 30, tzinfo=UTC)
+    plain = lms.Settings.load({}, str(tmp_path))
+    assert (plain.roster, plain.late, plain.moodle_identifier) == ({}, None, "Username")
+
+
+@pytest.mark.parametrize("sections, message", [
+    ({"LatePolicy": {"due": {"05_self_attention": "2026-11-20T23:59:00"}}}, "has no time zone"),
+    ({"LatePolicy": {"due": {"05_self_attention": "Friday"}}}, r"c.LatePolicy.due\['05_self_attention'\]"),
+    ({"LatePolicy": {"due": {"5_self_attention": "2026-11-20T23:59:00Z"}}}, "not an assignment of this course"),
+    ({"LatePolicy": {"per_day": 10}}, r"per_day = 10 is out of range"),
+    ({"LatePolicy": {"cap": "half"}}, "must be a number"),
+    ({"LatePolicy": {"due_date": {}}}, "has no setting due_date"),
+    ({"LMSExport": {"roster": "missing.csv"}}, "does not exist"),
+    ({"LMSExport": {"zip_timezone": "Mars/Olympus"}}, "unknown time zone"),
+    ({"LMSExport": {"roster": "roster.csv", "moodle_identifier": "ID number"}}, "no column 'ID number'"),
+    ({"LMSExport": {"canvas_assignment_ids": {"06_nope": 1}}}, "not an assignment of this course"),
+])
+def test_a_wrong_setting_is_refused_with_its_name(tmp_path, sections, message):
+    _roster(tmp_path)
+    with pytest.raises(ValueError, match=message):
+        lms.Settings.load(sections, str(tmp_path), assignments={"05_self_attention"})
+
+
+def test_the_command_refuses_a_wrong_config_before_grading(tmp_path):
+    """Exit 2 and the setting's name, before any submission is read."""
+    import grading_helpers as H
+    (tmp_path / "solutions" / "05_self_attention").mkdir(parents=True)
+    (tmp_path / "solutions" / "05_self_attention" / "self_attention.ipynb").write_text("{}")
+    (tmp_path / "autograder").mkdir()
+    (tmp_path / "autograder" / "nbgrader_config.py").write_text(
+        "c = get_config()\nc.LatePolicy.due = {'05_self_attention': '2026-11-20 23:59'}\n")
+    done = H.grade(tmp_path / "nowhere", tmp_path / "out", tmp_path)
+    assert done.returncode == 2
+    assert "c.LatePolicy.due['05_self_attention']" in done.stderr and "time zone" in done.stderr
+    assert not (tmp_path / "out").exists()
