@@ -1,5 +1,6 @@
 """`make bench`: figures, never pass/fail. Prints how long each source notebook takes to run
-top to bottom, then the grading benchmark when the autograder provides one."""
+top to bottom, the class report's time, every topic's own figures (`bench/topic_*.py`, each a
+script that prints what its notebook's issue asks to measure), then the grading benchmark."""
 import pathlib
 import runpy
 import sys
@@ -51,6 +52,10 @@ def time_class_report(students=60):
 def main():
     time_notebooks()
     time_class_report()
+    for topic_bench in sorted((ROOT / "bench").glob("topic_*.py")):
+        print(f"== {topic_bench.name}")
+        sys.argv = [str(topic_bench)]
+        runpy.run_path(str(topic_bench), run_name="__main__")
     grading_bench = ROOT / "bench" / "grading.py"
     if grading_bench.exists():
         sys.argv = [str(grading_bench)]

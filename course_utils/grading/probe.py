@@ -377,7 +377,7 @@ def run_decoding(fn, case, spec, guarded=False):
     """Notebook 11's forward_with_cache over a whole decoding: a DecoderLM built from the case's
     config and state, the prompt, then each chunk fed the cache returned the step before.
     Outputs: all logits, the final cache stacked, and 1.0 when no cache passed in was changed."""
-    from course_utils.decoder_lm import DecoderLM
+    from course_utils.models.decoder_lm import DecoderLM
     with torch.random.fork_rng():  # building a model draws random numbers: not from the student's stream
         model = DecoderLM(**case["config"]).double()
     model.load_state_dict(case["state"])

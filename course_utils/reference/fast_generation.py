@@ -1,7 +1,7 @@
 """Reference answers of notebook 11 (fast generation). Instructor side only.
 
 * `forward_with_cache(model, tokens, cache=None)`: incremental decoding of a
-  `course_utils.decoder_lm.DecoderLM` with a key/value cache; returns the logits of the new
+  `course_utils.models.decoder_lm.DecoderLM` with a key/value cache; returns the logits of the new
   tokens and a new cache, leaving the cache passed in untouched.
 * `kv_cache_bytes(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1)`.
 * `top_k_probs(logits, k, temperature=1.0)` and `top_p_probs(logits, p)`: sampling

@@ -69,7 +69,7 @@ def prepend_class_token(tokens, cls_token):
 
 
 def vit_forward(model, images):
-    """Logits (B, num_classes) of a course_utils.vit_model.TinyViT, computed from its parts."""
+    """Logits (B, num_classes) of a course_utils.models.vit_model.TinyViT, computed from its parts."""
     x = patch_embedding(images, model.patch_embed.weight, model.patch_embed.bias, model.patch_size)
     x = prepend_class_token(x, model.cls_token)
     x = x + model.pos_embedding

@@ -1,13 +1,13 @@
 """Pure compute functions behind the demos of notebook 04 (Bahdanau attention).
 
-They take a trained `course_utils.seq2seq.Seq2Seq` and return plain numbers and strings; the
+They take a trained `course_utils.models.seq2seq.Seq2Seq` and return plain numbers and strings; the
 notebook draws them with `course_utils.plots` and wires them to widgets. Nothing here needs
-the student's answers: decoding uses `course_utils.seq2seq`'s own implementations.
+the student's answers: decoding uses `course_utils.models.seq2seq`'s own implementations.
 """
 import numpy as np
 import torch
 
-from course_utils import seq2seq
+from course_utils.models import seq2seq
 from course_utils.data import dates
 
 __all__ = ["EXAMPLES", "alignment", "candidates", "accuracy_by_length", "beam_vs_greedy", "LENGTH_BINS"]

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from course_utils.decoder_lm import DecoderLM
+from course_utils.models.decoder_lm import DecoderLM
 from course_utils import training
 from course_utils.training import LMRun, one_thread, train_next_char
 

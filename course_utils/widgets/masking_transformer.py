@@ -2,7 +2,7 @@
 widget, and the figures that draw them.
 
 Everything here uses PyTorch's own layers (`torch.nn.TransformerEncoderLayer`,
-`course_utils.tiny_lm.CharLM`), never the course's reference or the student's answers, and is
+`course_utils.models.tiny_lm.CharLM`), never the course's reference or the student's answers, and is
 seeded: the same arguments give the same numbers. Training and sampling run on one CPU thread
 (restored afterwards), which for models this small is the fastest and makes the numbers the
 same on every machine.
@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.tiny_lm import CharLM
+from course_utils.models.tiny_lm import CharLM
 from course_utils.training import LMRun, held_out_loss, one_thread, train_next_char
 
 __all__ = [

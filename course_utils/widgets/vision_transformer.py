@@ -2,14 +2,14 @@
 figures that draw them.
 
 Pure functions first (`class_token_attention`, `attention_rollout`, `confusion_matrix`), then
-the drawing. Everything works on a trained `course_utils.vit_model.TinyViT` and never on the
+the drawing. Everything works on a trained `course_utils.models.vit_model.TinyViT` and never on the
 student's answers.
 """
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from course_utils import vit_model
+from course_utils.models import vit_model
 
 __all__ = [
     "class_token_attention", "attention_rollout", "confusion_matrix", "draw_patches",

@@ -84,7 +84,7 @@ def test_a_tensor_subclass_arrives_as_a_plain_tensor():
 def test_results_never_rebuild_course_objects():
     """A portable object is rebuilt for the sandbox's cases only; in results it stays Opaque, so
     a student cannot make the grader construct anything."""
-    from course_utils import seq2seq
+    from course_utils.models import seq2seq
     step = probe.portable(seq2seq.ToyStep, vocab=5, seed=3)
     sent = probe.roundtrip_cases({"cases": [((step,), {})]})
     rebuilt = sent["cases"][0][0][0]

@@ -4,7 +4,7 @@ must pass them too (tests/exercises/test_mutations.py)."""
 import torch
 from torch import nn
 
-from course_utils.tiny_lm import MaskedSelfAttention
+from course_utils.models.tiny_lm import MaskedSelfAttention
 
 
 def causal_mask_compare(T):

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_utils.decoder_lm import DecoderLM
+from course_utils.models.decoder_lm import DecoderLM
 from course_utils.reference import fast_generation as ref
 
 SETTINGS = settings(max_examples=30, deadline=None)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import seq2seq
+from course_utils.models import seq2seq
 from course_utils.data import dates
 from course_utils.widgets import bahdanau_attention as demo
 
@@ -110,4 +110,4 @@ def test_toy_step_rows_are_distributions_and_independent():
 def test_forbidden_names_exist():
     for entry in seq2seq.FORBIDDEN:
         module, name = entry.split(":")
-        assert module == "course_utils.seq2seq" and callable(getattr(seq2seq, name))
+        assert module == "course_utils.models.seq2seq" and callable(getattr(seq2seq, name))

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.decoder_lm import DecoderLM
+from course_utils.models.decoder_lm import DecoderLM
 from course_utils.widgets import fast_generation as demo
 
 

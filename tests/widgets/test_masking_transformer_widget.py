@@ -1,5 +1,5 @@
 """The pure functions behind notebook 08's demos and widget (course_utils/widgets/masking_transformer.py),
-its text (course_utils/data/text.py) and its student-safe model parts (course_utils/tiny_lm.py)."""
+its text (course_utils/data/text.py) and its student-safe model parts (course_utils/models/tiny_lm.py)."""
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
@@ -10,7 +10,7 @@ from torch import nn
 from course_utils.data.text import Vocabulary, make_text
 from course_utils.reference import MultiHeadAttention, causal_mask, padding_mask
 from course_utils.reference.masking_transformer import TransformerBlock, masked_softmax
-from course_utils.tiny_lm import CharLM, MaskedSelfAttention
+from course_utils.models.tiny_lm import CharLM, MaskedSelfAttention
 from course_utils.widgets import masking_transformer as demo
 
 matplotlib.use("Agg")

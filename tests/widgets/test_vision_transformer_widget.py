@@ -1,12 +1,12 @@
 """The model, training loop and pure functions behind notebook 09's figures and widget
-(course_utils/vit_model.py, course_utils/widgets/vision_transformer.py)."""
+(course_utils/models/vit_model.py, course_utils/widgets/vision_transformer.py)."""
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
 
-from course_utils import vit_model
+from course_utils.models import vit_model
 from course_utils.data import digits
 from course_utils.reference import vision_transformer as reference
 from course_utils.widgets import vision_transformer as demo

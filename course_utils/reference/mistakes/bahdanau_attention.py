@@ -13,7 +13,7 @@ reference and from every other mistake):
   over the batch differs from one over the positions.
 * decoder_step: the target embedding has the size of an encoder state (e = d_h), so that
   concatenating [context, embedding] in the wrong order runs.
-* greedy_decode, beam_search: `course_utils.seq2seq.ToyStep` models whose hypotheses end at
+* greedy_decode, beam_search: `course_utils.models.seq2seq.ToyStep` models whose hypotheses end at
   different lengths, so that ranking by total or by per-token log-probability differ.
 
 The `compute` of every mistake is written out inline: it stands in for student code and runs
@@ -24,7 +24,7 @@ import math
 
 import torch
 
-from course_utils import seq2seq
+from course_utils.models import seq2seq
 from course_utils.reference import bahdanau_attention as reference
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose

@@ -29,7 +29,7 @@ import math
 
 import torch
 
-from course_utils.decoder_lm import DecoderLM
+from course_utils.models.decoder_lm import DecoderLM
 from course_utils.grading import GradingError
 from course_utils.reference import fast_generation as reference
 from course_utils.reference import mistakes as framework

@@ -33,7 +33,7 @@ from course_utils.reference.mistakes import Exercise, Mistake
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 from course_utils.reference.mistakes.gradients import GradientExercise
-from course_utils.tiny_lm import MaskedSelfAttention
+from course_utils.models.tiny_lm import MaskedSelfAttention
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check"]
 

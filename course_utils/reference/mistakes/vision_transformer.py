@@ -30,7 +30,7 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 # Every catalogued mistake also fails the visible tests.
 HIDDEN_ONLY = set()
 
-FORWARD_BUILTINS = ("course_utils.vit_model:run_vit",)
+FORWARD_BUILTINS = ("course_utils.models.vit_model:run_vit",)
 
 
 # --------------------------------------------------------------------------- 1. patchify
@@ -215,7 +215,7 @@ CLASS_TOKEN_MISTAKES = (
 # --------------------------------------------------------------------------- 4. vit_forward
 
 def forward_cases(seed):
-    from course_utils.vit_model import TinyViT  # student-safe model, imported late on purpose
+    from course_utils.models.vit_model import TinyViT  # student-safe model, imported late on purpose
 
     g = torch.Generator().manual_seed(seed)
     cases = []

@@ -24,10 +24,10 @@ __all__ = ["Seq2Seq", "attend", "teacher_forced_logits", "greedy_translate", "be
 
 # The functions that would answer notebook 04's exercises: off limits in their hidden tests.
 FORBIDDEN = (
-    "course_utils.seq2seq:attend",
-    "course_utils.seq2seq:decoder_step",
-    "course_utils.seq2seq:greedy_translate",
-    "course_utils.seq2seq:beam_translate",
+    "course_utils.models.seq2seq:attend",
+    "course_utils.models.seq2seq:decoder_step",
+    "course_utils.models.seq2seq:greedy_translate",
+    "course_utils.models.seq2seq:beam_translate",
 )
 
 
