@@ -10,6 +10,7 @@ Conventions: batch first, `(B, T, d)`; time step 0 is the oldest input; "the las
 a fixed linear read-out of the hidden state after the final step.
 """
 import contextlib
+import copy
 import time
 
 import matplotlib.pyplot as plt
@@ -23,7 +24,8 @@ from course_utils.data import sequences
 __all__ = [
     "ACTIVATIONS", "orthogonal_recurrence", "gradient_norms", "decay_rate", "draw_gradient_norms",
     "multiply_adds", "time_sequential_vs_parallel", "loglog_slope", "Seq2Seq", "train_seq2seq", "accuracy_by_length",
-    "accuracy_by_position", "draw_accuracy_by_length",
+    "accuracy_by_position", "draw_accuracy_by_length", "MODELS", "bottleneck_experiment", "spread",
+    "draw_bottleneck",
 ]
 
 ACTIVATIONS = {"tanh": torch.tanh, "linear (none)": lambda z: z}
@@ -185,47 +187,75 @@ def loglog_slope(lengths, seconds):
 
 
 class Seq2Seq(nn.Module):
-    """A GRU encoder-decoder without attention: the source reaches the decoder only through the
+    """A GRU encoder-decoder; without attention, the source reaches the decoder only through the
     encoder's last hidden state, one vector of `hidden` numbers.
+
+    bidirectional=True: the encoder reads the source both ways (each direction hidden // 2 wide)
+    and hands over both last states, concatenated: still one vector of `hidden` numbers.
+    attention=True: at every output step the decoder also reads a weighted average of the encoder's
+    states (its *context*), with weights softmax_i(s_t^T W h_i) (Luong's "general" score: the
+    decoder state s_t is computed first, then it looks). Notebook 04 builds Bahdanau's additive
+    version, which looks before the state update; this one lets training run the decoder over
+    the whole target at once.
 
     Shape of source and target: (B, T) token ids; forward returns logits (B, T, n_symbols).
     """
 
-    def __init__(self, n_symbols, hidden=32, embed=16):
+    def __init__(self, n_symbols, hidden=32, embed=16, attention=False, bidirectional=False):
         super().__init__()
+        if bidirectional and hidden % 2:
+            raise ValueError("a bidirectional encoder splits `hidden` in two: make it even")
         self.n_symbols = n_symbols
+        self.attention = attention
+        self.bidirectional = bidirectional
         self.embed = nn.Embedding(n_symbols + 1, embed)  # + the begin-of-sequence token
-        self.encoder = nn.GRU(embed, hidden, batch_first=True)
+        self.encoder = nn.GRU(embed, hidden // 2 if bidirectional else hidden, batch_first=True,
+                              bidirectional=bidirectional)
         self.decoder = nn.GRU(embed, hidden, batch_first=True)
-        self.out = nn.Linear(hidden, n_symbols)
+        if attention:
+            self.score = nn.Linear(hidden, hidden, bias=False)  # W in s_t^T W h_i
+        self.out = nn.Linear(2 * hidden if attention else hidden, n_symbols)
 
     def encode(self, source):
-        _, state = self.encoder(self.embed(source))
-        return state  # (1, B, hidden): the bottleneck
+        """(B, T) ids -> the encoder's states (B, T, hidden) and its hand-over (1, B, hidden)."""
+        states, last = self.encoder(self.embed(source))
+        if self.bidirectional:
+            last = torch.cat([last[0], last[1]], dim=-1).unsqueeze(0)
+        return states, last  # last: the bottleneck
+
+    def read_out(self, decoder_states, encoder_states):
+        """Logits from the decoder's states (B, L, hidden), with a look back when attention is on."""
+        if not self.attention:
+            return self.out(decoder_states)
+        weights = torch.softmax(self.score(decoder_states) @ encoder_states.transpose(1, 2), dim=-1)
+        context = weights @ encoder_states  # (B, L, hidden)
+        return self.out(torch.cat([decoder_states, context], dim=-1))
 
     def forward(self, source, target):
         """Teacher forcing: the decoder reads BOS, y_0, ..., y_{T-2} and predicts y_0 .. y_{T-1}."""
         start = torch.full_like(target[:, :1], sequences.bos(self.n_symbols))
         decoder_in = torch.cat([start, target[:, :-1]], dim=1)
-        states, _ = self.decoder(self.embed(decoder_in), self.encode(source))
-        return self.out(states)
+        encoder_states, last = self.encode(source)
+        states, _ = self.decoder(self.embed(decoder_in), last)
+        return self.read_out(states, encoder_states)
 
     @torch.no_grad()
     def generate(self, source, length=None):
         """Greedy decoding of `length` tokens (default: the source length): (B, length) ids."""
         length = source.shape[1] if length is None else length
-        state = self.encode(source)
+        encoder_states, state = self.encode(source)
         token = torch.full_like(source[:, :1], sequences.bos(self.n_symbols))
         outputs = []
         for _ in range(length):
             step, state = self.decoder(self.embed(token), state)
-            token = self.out(step).argmax(-1)
+            token = self.read_out(step, encoder_states).argmax(-1)
             outputs.append(token)
         return torch.cat(outputs, dim=1)
 
 
 def train_seq2seq(task="copy", lengths=range(2, 17), steps=600, n_symbols=8, hidden=32, embed=16,
-                  batch_size=64, lr=1e-2, seed=0, progress=None, callback=None):
+                  batch_size=64, lr=1e-2, seed=0, progress=None, callback=None, attention=False,
+                  bidirectional=False):
     """Train a `Seq2Seq` on `task` with lengths drawn from `lengths`; returns (model, losses).
 
     Seeded and single-threaded, so the same arguments give the same model on every run.
@@ -234,7 +264,7 @@ def train_seq2seq(task="copy", lengths=range(2, 17), steps=600, n_symbols=8, hid
     the first n steps of a longer run are exactly a run of n steps.
     """
     torch.manual_seed(seed)
-    model = Seq2Seq(n_symbols, hidden, embed)
+    model = Seq2Seq(n_symbols, hidden, embed, attention=attention, bidirectional=bidirectional)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
     stream = sequences.batches(task, batch_size, lengths, n_symbols, seed=seed)
@@ -291,3 +321,91 @@ def draw_accuracy_by_length(accuracy, n_symbols=None, trained_lengths=None, ax=N
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return ax
+
+
+MODELS = {"no attention": False, "attention": True}  # name -> Seq2Seq's `attention` flag
+
+
+def bottleneck_experiment(seeds=(0, 1, 2), steps=250, longer_steps=None, task="reverse", lengths=range(2, 31),
+                          test_lengths=range(5, 31, 5), position_length=30, n_symbols=8, hidden=64,
+                          per_length=200, progress=None):
+    """Train both models (the same bidirectional GRU encoder-decoder, with and without attention)
+    on `task` for `steps` steps with each seed, and measure them on a fixed test set.
+
+    Returns {model name: {"by_length": {seed: {length: token accuracy}},
+                          "by_position": {seed: (position_length,) array},
+                          "loss": {seed: mean training loss of the last 50 steps}}}.
+    With `longer_steps`, the first seed's model *without* attention keeps training to that many
+    steps (the first `steps` of that run are exactly the short run), and the result gains
+    "longer": {"by_length": ..., "by_position": ..., "loss": ...} for it.
+    """
+    results = {}
+    for name, attention in MODELS.items():
+        entry = {"by_length": {}, "by_position": {}, "loss": {}}
+        for seed in seeds:
+            extend = longer_steps is not None and not attention and seed == seeds[0]
+            kept = {}
+
+            def keep(step, model, kept=kept):
+                if step == steps:
+                    kept["model"] = copy.deepcopy(model).eval()
+
+            bar = (lambda r, name=name, seed=seed: progress(r, desc=f"{name}, seed {seed}")) if progress else None
+            model, losses = train_seq2seq(task, lengths=lengths, steps=longer_steps if extend else steps,
+                                          n_symbols=n_symbols, hidden=hidden, seed=seed, progress=bar,
+                                          callback=keep, attention=attention, bidirectional=True)
+            short = kept["model"]
+            entry["by_length"][seed] = accuracy_by_length(short, task, test_lengths, per_length)
+            entry["by_position"][seed] = accuracy_by_position(short, task, position_length, per_length)
+            entry["loss"][seed] = float(np.mean(losses[steps - 50:steps]))
+            if extend:
+                entry["longer"] = {"by_length": accuracy_by_length(model, task, test_lengths, per_length),
+                                   "by_position": accuracy_by_position(model, task, position_length, per_length),
+                                   "loss": float(np.mean(losses[-50:])), "steps": longer_steps}
+        results[name] = entry
+    return results
+
+
+def spread(per_seed, key):
+    """(mean, lowest, highest) over seeds of per_seed[seed][key]."""
+    values = np.array([per_seed[seed][key] for seed in per_seed], dtype=float)
+    return float(values.mean()), float(values.min()), float(values.max())
+
+
+def draw_bottleneck(results, n_symbols=8, trained_lengths=None, axes=None):
+    """Left: token accuracy against length; right: against output position. Each model's mean over
+    seeds as a line, every seed as a dot (so the spread is visible), chance dotted."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
+    by_length_ax, by_position_ax = axes
+    for (name, entry), color in zip(results.items(), ("tab:orange", "tab:blue")):
+        seeds = list(entry["by_length"])
+        lengths = sorted(entry["by_length"][seeds[0]])
+        values = np.array([[entry["by_length"][s][n] for n in lengths] for s in seeds])
+        by_length_ax.plot(lengths, values.mean(0), color=color, marker="o", label=f"{name} (mean of {len(seeds)} seeds)")
+        for row in values:
+            by_length_ax.scatter(lengths, row, color=color, s=10, alpha=0.5)
+        positions = np.array([entry["by_position"][s] for s in seeds])
+        by_position_ax.plot(np.arange(positions.shape[1]), positions.mean(0), color=color, marker=".", label=name)
+        by_position_ax.fill_between(np.arange(positions.shape[1]), positions.min(0), positions.max(0), color=color,
+                                    alpha=0.2)
+        if "longer" in entry:
+            longer = entry["longer"]
+            by_length_ax.plot(lengths, [longer["by_length"][n] for n in lengths], color=color, ls="--",
+                              label=f"{name}, seed {seeds[0]}, {longer['steps']} steps")
+    for ax in axes:
+        if n_symbols:
+            ax.axhline(1 / n_symbols, color="gray", ls=":", label=f"chance (1/{n_symbols})")
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("token accuracy")
+        ax.grid(True, alpha=0.3)
+    if trained_lengths is not None:
+        trained = list(trained_lengths)
+        by_length_ax.axvspan(min(trained), max(trained), color="tab:green", alpha=0.06, label="trained lengths")
+    by_length_ax.set_xlabel("source length (symbols)")
+    by_length_ax.set_title("Reversal: accuracy against length")
+    by_length_ax.legend(fontsize=7, loc="lower left")
+    by_position_ax.set_xlabel("output position (0 = first symbol written)")
+    by_position_ax.set_title("Length 30: accuracy by output position (band: seed range)")
+    by_position_ax.legend(fontsize=7, loc="lower left")
+    return axes

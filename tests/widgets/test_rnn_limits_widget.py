@@ -135,3 +135,57 @@ def test_a_copy_kept_part_way_equals_the_shorter_run():
     assert long_losses[:3] == short_losses
     for a, b in zip(short.parameters(), kept[3].parameters()):
         assert torch.equal(a, b)
+
+
+def test_the_attention_model_looks_at_every_encoder_state():
+    torch.manual_seed(0)
+    model = demo.Seq2Seq(5, hidden=8, embed=4, attention=True, bidirectional=True)
+    source, target = sequences.make_batch("reverse", 3, 6, 5, torch.Generator().manual_seed(0))
+    assert model(source, target).shape == (3, 6, 5) and model.generate(source).shape == (3, 6)
+    # The first output depends on every source symbol through the context, not only through the
+    # hand-over: cut the hand-over (zero state) and the logits still change when any symbol does.
+    encoder_states, _ = model.encode(source)
+    decoder_states, _ = model.decoder(model.embed(torch.full_like(source[:, :1], 5)), torch.zeros(1, 3, 8))
+    base = model.read_out(decoder_states, encoder_states)
+    for position in range(6):
+        changed = source.clone()
+        changed[:, position] = (changed[:, position] + 1) % 5
+        other_states, _ = model.encode(changed)
+        assert not torch.allclose(model.read_out(decoder_states, other_states), base)
+    # Without attention the read-out ignores the encoder's states entirely.
+    plain = demo.Seq2Seq(5, hidden=8, embed=4, bidirectional=True)
+    states, last = plain.encode(source)
+    assert last.shape == (1, 3, 8)
+    assert torch.equal(plain.read_out(decoder_states, states), plain.read_out(decoder_states, states * 0))
+
+
+def test_an_odd_bidirectional_width_is_refused():
+    with pytest.raises(ValueError, match="even"):
+        demo.Seq2Seq(5, hidden=7, bidirectional=True)
+
+
+def test_the_bottleneck_experiment_reports_every_seed_and_the_longer_run():
+    results = demo.bottleneck_experiment(seeds=(0, 1), steps=4, longer_steps=6, lengths=range(2, 5),
+                                         test_lengths=[3, 4], position_length=4, hidden=8, per_length=5)
+    assert set(results) == set(demo.MODELS)
+    plain, looking = results["no attention"], results["attention"]
+    assert set(plain["by_length"]) == {0, 1} and set(plain["by_length"][0]) == {3, 4}
+    assert plain["by_position"][1].shape == (4,) and "longer" in plain and "longer" not in looking
+    assert plain["longer"]["steps"] == 6
+    # The short run of seed 0 is the first 4 steps of its longer run, so it equals a plain 4-step run.
+    alone, _ = demo.train_seq2seq("reverse", lengths=range(2, 5), steps=4, hidden=8, seed=0, bidirectional=True)
+    assert plain["by_length"][0] == demo.accuracy_by_length(alone, "reverse", [3, 4], per_length=5)
+    mean, low, high = demo.spread(plain["by_length"], 3)
+    assert low <= mean <= high
+    axes = demo.draw_bottleneck(results, trained_lengths=range(2, 5))
+    assert all(ax.get_title() for ax in axes)
+    matplotlib.pyplot.close("all")
+
+
+def test_a_trained_attention_model_beats_the_plain_one_on_long_strings():
+    kwargs = dict(lengths=range(2, 13), steps=150, n_symbols=6, hidden=32, batch_size=32, bidirectional=True)
+    plain, _ = demo.train_seq2seq("reverse", **kwargs)
+    looking, _ = demo.train_seq2seq("reverse", attention=True, **kwargs)
+    plain_accuracy = demo.accuracy_by_length(plain, "reverse", [12], per_length=100)[12]
+    looking_accuracy = demo.accuracy_by_length(looking, "reverse", [12], per_length=100)[12]
+    assert looking_accuracy > plain_accuracy + 0.2, (plain_accuracy, looking_accuracy)
