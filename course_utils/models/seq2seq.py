@@ -20,7 +20,7 @@ from course_utils.data import dates
 from course_utils.training import progress
 
 __all__ = ["Seq2Seq", "attend", "teacher_forced_logits", "greedy_translate", "beam_translate",
-           "exact_match", "fit", "ToyStep", "FORBIDDEN"]
+           "exact_match", "fit", "steps_to", "ToyStep", "FORBIDDEN"]
 
 # The functions that would answer notebook 04's exercises: off limits in their hidden tests.
 FORBIDDEN = (
@@ -166,11 +166,13 @@ def exact_match(model, pairs, batch_size=500):
     return right / len(pairs)
 
 
-def fit(model, steps, batch_size=64, lr=0.01, seed=0, eval_pairs=(), eval_every=0, description="training"):
+def fit(model, steps, batch_size=64, lr=0.01, seed=0, eval_pairs=(), eval_every=0, description="training",
+        stop_at=None):
     """Train with Adam and teacher forcing on fresh seeded batches of training dates.
 
     Every `eval_every` steps (and at the end) the greedy exact match on `eval_pairs` is
-    recorded. Returns the history: a dict of lists "step", "seconds" (training time only,
+    recorded. With `stop_at`, training stops at the first evaluation that reaches it (`steps` is
+    then a cap). Returns the history: a dict of lists "step", "seconds" (training time only,
     evaluation excluded) and "accuracy", and "loss" (one per step).
 
     Runs on one CPU thread (restored afterwards): for a model this small, more threads cost
@@ -180,12 +182,12 @@ def fit(model, steps, batch_size=64, lr=0.01, seed=0, eval_pairs=(), eval_every=
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _fit(model, steps, batch_size, lr, seed, eval_pairs, eval_every, description)
+        return _fit(model, steps, batch_size, lr, seed, eval_pairs, eval_every, description, stop_at)
     finally:
         torch.set_num_threads(threads)
 
 
-def _fit(model, steps, batch_size, lr, seed, eval_pairs, eval_every, description):
+def _fit(model, steps, batch_size, lr, seed, eval_pairs, eval_every, description, stop_at):
     torch.manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     batches = dates.training_batches(batch_size, seed=seed)
@@ -209,9 +211,18 @@ def _fit(model, steps, batch_size, lr, seed, eval_pairs, eval_every, description
             history["seconds"].append(seconds)
             history["accuracy"].append(exact_match(model, list(eval_pairs)))
             bar.set_postfix(loss=f"{loss.item():.3f}", exact=f"{history['accuracy'][-1]:.2f}")
+            if stop_at is not None and history["accuracy"][-1] >= stop_at:
+                break
+    if hasattr(bar, "close"):
+        bar.close()
     model.eval()
     history["total_seconds"] = seconds
     return history
+
+
+def steps_to(history, accuracy):
+    """The first evaluated step at which the history's exact match reached `accuracy` (None if never)."""
+    return next((step for step, value in zip(history["step"], history["accuracy"]) if value >= accuracy), None)
 
 
 class ToyStep:

@@ -10,7 +10,8 @@ import torch
 from course_utils.models import seq2seq
 from course_utils.data import dates
 
-__all__ = ["EXAMPLES", "alignment", "candidates", "accuracy_by_length", "beam_vs_greedy", "LENGTH_BINS"]
+__all__ = ["EXAMPLES", "alignment", "candidates", "accuracy_by_length", "beam_vs_greedy", "LENGTH_BINS",
+           "train_to", "compare_speed"]
 
 EXAMPLES = (
     "22 November 2026",
@@ -79,3 +80,30 @@ def beam_vs_greedy(model, texts, beam_width=3):
             greedy.append(candidates(model, text, beam_width=1)[0][2])
             beam.append(candidates(model, text, beam_width=beam_width)[0][2])
     return np.array(greedy), np.array(beam)
+
+
+def train_to(attention, seed, eval_pairs, target=0.99, max_steps=1200, eval_every=25, description=None):
+    """A fresh `Seq2Seq` (with or without attention) trained with `seed` until its greedy exact match
+    on `eval_pairs`, measured every `eval_every` steps, reaches `target`, or for `max_steps`
+    (target=None: always `max_steps`, a model whose later outputs do not hang on when it stopped).
+    Returns (model, history); `seq2seq.steps_to(history, x)` is None if it never reached x."""
+    torch.manual_seed(seed)
+    model = seq2seq.Seq2Seq(attention=attention)
+    name = description or f"{'with' if attention else 'without'} attention, seed {seed}"
+    history = seq2seq.fit(model, max_steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
+                          stop_at=target, description=name)
+    return model, history
+
+
+def compare_speed(histories, target=0.99):
+    """{name: {seed: history}} -> {name: {"steps": [...], "seconds": [...]}} to reach `target`
+    (steps at the first evaluation that reached it; None where a run never did)."""
+    summary = {}
+    for name, runs in histories.items():
+        steps, seconds = [], []
+        for history in runs.values():
+            reached = seq2seq.steps_to(history, target)
+            steps.append(reached)
+            seconds.append(None if reached is None else history["seconds"][history["step"].index(reached)])
+        summary[name] = {"steps": steps, "seconds": seconds}
+    return summary

@@ -111,3 +111,20 @@ def test_forbidden_names_exist():
     for entry in seq2seq.FORBIDDEN:
         module, name = entry.split(":")
         assert module == "course_utils.models.seq2seq" and callable(getattr(seq2seq, name))
+
+
+def test_training_stops_at_the_target_and_reports_when_it_got_there():
+    pairs = dates.held_out_set()[:20]
+    # A target of 0 is reached at the first measurement: training stops there.
+    _, history = demo.train_to(True, seed=0, eval_pairs=pairs, target=0.0, max_steps=6, eval_every=2)
+    assert history["step"] == [2] and len(history["loss"]) == 2
+    assert seq2seq.steps_to(history, 0.0) == 2
+    # An unreachable target: it runs to the cap, and steps_to says it never got there.
+    _, never = demo.train_to(False, seed=0, eval_pairs=pairs, target=1.01, max_steps=4, eval_every=2)
+    assert never["step"] == [2, 4] and seq2seq.steps_to(never, 1.01) is None
+    # target=None trains the full budget whatever the accuracy.
+    _, full = demo.train_to(True, seed=0, eval_pairs=pairs, target=None, max_steps=4, eval_every=2)
+    assert full["step"] == [2, 4]
+    speed = demo.compare_speed({"a": {0: history}, "b": {0: never}}, target=0.0)
+    assert speed["a"] == {"steps": [2], "seconds": [history["seconds"][0]]}
+    assert demo.compare_speed({"b": {0: never}}, target=1.01)["b"] == {"steps": [None], "seconds": [None]}
