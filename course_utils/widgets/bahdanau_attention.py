@@ -10,8 +10,7 @@ import torch
 from course_utils.models import seq2seq
 from course_utils.data import dates
 
-__all__ = ["EXAMPLES", "alignment", "candidates", "accuracy_by_length", "beam_vs_greedy", "LENGTH_BINS",
-           "train_to", "compare_speed"]
+__all__ = ["EXAMPLES", "alignment", "candidates", "beam_vs_greedy", "train_to", "compare_speed"]
 
 EXAMPLES = (
     "22 November 2026",
@@ -23,9 +22,6 @@ EXAMPLES = (
     "22.11.2026",
     "sat 1 jan 1955",
 )
-
-LENGTH_BINS = (0, 12, 16, 20, 24, 40)
-
 
 def alignment(model, text):
     """Greedy translation of `text` with its attention weights.
@@ -52,21 +48,6 @@ def candidates(model, text, beam_width=3):
     for iso, score, ids in seq2seq.beam_translate(model, text, beam_width=beam_width):
         out.append((iso, score, score / len(ids)))
     return out
-
-
-def accuracy_by_length(model, pairs, edges=LENGTH_BINS):
-    """Greedy exact match per bin of source length (characters).
-
-    Returns (labels, accuracies, counts): labels like "12-15", NaN accuracy for an empty bin.
-    """
-    lengths = np.array([len(s) for s, _ in pairs])
-    labels, accuracies, counts = [], [], []
-    for low, high in zip(edges[:-1], edges[1:]):
-        chosen = [p for p, n in zip(pairs, lengths) if low <= n < high]
-        labels.append(f"{low}-{high - 1}")
-        counts.append(len(chosen))
-        accuracies.append(seq2seq.exact_match(model, chosen) if chosen else float("nan"))
-    return labels, np.array(accuracies), np.array(counts)
 
 
 def beam_vs_greedy(model, texts, beam_width=3):

@@ -70,14 +70,6 @@ def test_beam_vs_greedy_shapes(model):
     assert (greedy <= 0).all() and (beam <= 0).all()
 
 
-def test_accuracy_by_length_covers_every_pair(model):
-    pairs = dates.held_out_set()[:100]
-    labels, accuracy, counts = demo.accuracy_by_length(model, pairs)
-    assert len(labels) == len(accuracy) == len(counts) == len(demo.LENGTH_BINS) - 1
-    assert counts.sum() == 100
-    assert np.all((accuracy[counts > 0] >= 0) & (accuracy[counts > 0] <= 1))
-
-
 def test_model_without_attention_has_no_weights():
     net = seq2seq.Seq2Seq(attention=False)
     guesses, weights = seq2seq.greedy_translate(net, ["1 may 2000"])
