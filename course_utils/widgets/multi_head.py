@@ -15,7 +15,8 @@ from course_utils.data import relations
 
 __all__ = [
     "RelationModel", "train_relation_model", "evaluate", "head_weights", "head_relation_table",
-    "head_specialisation", "split_layout", "split_numbers", "draw_split", "draw_heads", "draw_head_query",
+    "head_specialisation", "compare_head_counts", "split_layout", "split_numbers", "draw_split", "draw_heads",
+    "draw_head_query",
 ]
 
 
@@ -122,6 +123,22 @@ def head_specialisation(table):
     """For each head, the relation it attends to most and the weight it puts there:
     a list of (relation, weight)."""
     return [(relations.RELATIONS[int(np.argmax(row))], float(np.max(row))) for row in np.asarray(table)]
+
+
+def compare_head_counts(head_counts=(1, 3), seeds=(0, 1, 2), steps=300, d_model=48):
+    """Train the relation model with each number of heads and each seed (same width, same data).
+
+    Returns {num_heads: {seed: {"accuracy": {relation: float}, "roles": [(relation, weight), ...]}}};
+    "roles" is `head_specialisation` of the trained model: what each head attends to most.
+    """
+    results = {}
+    for num_heads in head_counts:
+        results[num_heads] = {}
+        for seed in seeds:
+            model, _ = train_relation_model(steps=steps, num_heads=num_heads, d_model=d_model, seed=seed)
+            results[num_heads][seed] = {"accuracy": evaluate(model),
+                                        "roles": head_specialisation(head_relation_table(model))}
+    return results
 
 
 def split_layout(d_model, num_heads):

@@ -82,3 +82,13 @@ def test_figures_draw(trained):
     assert len(demo.draw_heads(weights, tokens)) == 3
     demo.draw_head_query(weights, head=1, query=2, tokens=tokens)
     plt.close("all")
+
+
+def test_compare_head_counts_trains_every_count_and_seed_like_a_single_run():
+    results = demo.compare_head_counts(head_counts=(1, 2), seeds=(0, 1), steps=5, d_model=8)
+    assert set(results) == {1, 2} and set(results[2]) == {0, 1}
+    assert len(results[2][1]["roles"]) == 2 and len(results[1][0]["roles"]) == 1
+    assert set(results[1][0]["accuracy"]) == set(relations.RELATIONS)
+    alone, _ = demo.train_relation_model(steps=5, num_heads=2, d_model=8, seed=1)
+    assert results[2][1]["accuracy"] == demo.evaluate(alone)
+    assert results[2][1]["roles"] == demo.head_specialisation(demo.head_relation_table(alone))
