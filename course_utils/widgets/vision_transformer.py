@@ -145,22 +145,29 @@ def draw_confusion(counts, ax=None, title="Held-out confusion matrix"):
 
 
 def draw_fraction_sweep(fractions, results, train_size, ax=None):
-    """Held-out accuracy against the share of the training set, one line per model."""
+    """Held-out accuracy against the share of the training set, one line per model.
+
+    results: {kind: accuracies}, one accuracy per fraction, or one row of them per seed (then the
+    line is the mean over seeds and every seed's point is drawn, so the spread is visible)."""
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
     markers = {"ViT": "o", "CNN": "s", "MLP": "^"}
+    x = [100 * f for f in fractions]
     for kind, accuracies in results.items():
-        ax.plot([100 * f for f in fractions], [100 * a for a in accuracies],
-                marker=markers.get(kind, "o"), label=kind)
+        runs = 100 * np.atleast_2d(np.asarray(accuracies, dtype=float))  # (seeds, fractions)
+        label = kind if len(runs) == 1 else f"{kind} (mean of {len(runs)} seeds; dots: each seed)"
+        line, = ax.plot(x, runs.mean(axis=0), marker=markers.get(kind, "o"), label=label)
+        if len(runs) > 1:
+            for row in runs:
+                ax.scatter(x, row, color=line.get_color(), s=12, alpha=0.5)
     ax.set_xscale("log")
-    ax.set_xticks([100 * f for f in fractions],
-                  labels=[f"{100 * f:g} %\n({round(f * train_size)} images)" for f in fractions])
+    ax.set_xticks(x, labels=[f"{100 * f:g} %\n({round(f * train_size)} images)" for f in fractions])
     ax.minorticks_off()
     ax.set_xlabel("share of the training set used")
     ax.set_ylabel("held-out accuracy (%)")
     ax.set_title("Held-out accuracy against the size of the training set")
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     return ax
 
 

@@ -113,4 +113,8 @@ def test_figures_draw(model, data):
     ax = demo.draw_confusion(np.eye(10, dtype=int))
     ax2 = demo.draw_fraction_sweep((0.1, 1.0), {"ViT": [0.8, 0.99], "CNN": [0.9, 0.99]}, train_size=1437)
     assert ax.get_title() and ax2.get_xlabel()
+    # One row per seed: the line is the mean, and every seed's point is drawn.
+    ax3 = demo.draw_fraction_sweep((0.1, 1.0), {"ViT": [[0.8, 0.99], [0.7, 0.97]]}, train_size=1437)
+    (line,) = ax3.get_lines()
+    assert np.allclose(line.get_ydata(), [75.0, 98.0]) and len(ax3.collections) == 2
     plt.close("all")
