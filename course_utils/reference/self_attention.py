@@ -15,7 +15,7 @@ import numpy as np
 
 from course_utils.reference.attention import scaled_dot_product_attention
 
-__all__ = ["softmax", "attention_numpy", "self_attention"]
+__all__ = ["softmax", "attention_numpy", "self_attention", "attention_flops", "CROSSOVER_WIDTH", "crossover_length"]
 
 
 def softmax(x, axis=-1):
@@ -59,3 +59,23 @@ def self_attention(x, W_q, W_k, W_v, mask=None):
     k = x @ W_k
     v = x @ W_v
     return scaled_dot_product_attention(q, k, v, mask)
+
+
+def attention_flops(n, d, projections=True):
+    """FLOPs of one single-head self-attention layer over n tokens of width d (d_k = d_v = d),
+    counting a multiply-add as 2 FLOPs and leaving out the element-wise work (scaling, softmax).
+
+    The scores Q K^T and the weighted sum A V are n x n x d multiply-adds each; the projections
+    (W_Q, W_K, W_V and W_O) are n x d x d each. Returns an int.
+    """
+    pairwise = 2 * (2 * n * n * d)
+    return pairwise + (2 * (4 * n * d * d) if projections else 0)
+
+
+CROSSOVER_WIDTH = 1000  # d of the think-first question
+
+
+def crossover_length(d=CROSSOVER_WIDTH):
+    """The length n at which the two n x n products cost as much as the four projections:
+    2 n^2 d = 4 n d^2, so n = 2 d."""
+    return 2 * d

@@ -7,6 +7,9 @@ PyTorch's own `torch.softmax`, and nothing here is shaped like an exercise's fun
 import math
 import time
 
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
 import numpy as np
 import torch
 
@@ -15,7 +18,10 @@ from course_utils.data import sentences as toy
 __all__ = [
     "worked_example", "hand_made_projections", "random_projections", "PROJECTIONS",
     "sentence_attention", "time_attention", "attention_matrix_bytes", "loglog_slope",
+    "LAYERS", "measured_flops", "attention_flops_by_part", "layers_to_connect",
 ]
+
+LAYERS = ("self-attention", "recurrent (LSTM)", "convolution")
 
 
 def worked_example(d_k=64, dots=(112.0, 96.0), seed=0):
@@ -138,3 +144,80 @@ def loglog_slope(xs, ys):
     """Slope of the least-squares line through (log x, log y): the exponent p in y ~ x^p."""
     slope, _ = np.polyfit(np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float)), 1)
     return float(slope)
+
+
+def _attention_layer(x, d):
+    """One single-head self-attention layer written with PyTorch's layers: Q, K, V and output
+    projections, scores, softmax, weighted sum. x: (1, n, d)."""
+    q, k, v, out = (nn.Linear(d, d, device=x.device) for _ in range(4))
+    scores = q(x) @ k(x).transpose(1, 2) / math.sqrt(d)
+    return out(torch.softmax(scores, dim=-1) @ v(x))
+
+
+def measured_flops(n, d, kernel_size=3):
+    """FLOPs of one layer of each kind over n tokens of width d, counted by PyTorch's own
+    `FlopCounterMode` while the layer runs (on the "meta" device: shapes only, no arithmetic, so
+    n = d = 1000 costs nothing). It counts the matrix products and convolutions, 2 FLOPs per
+    multiply-add, and leaves out the element-wise work (softmax, gates, biases).
+    Returns {layer name: FLOPs} for the names in LAYERS."""
+    x = torch.zeros(1, n, d, device="meta")
+    layers = {
+        "self-attention": lambda: _attention_layer(x, d),
+        "recurrent (LSTM)": lambda: nn.LSTM(d, d, batch_first=True, device="meta")(x),
+        "convolution": lambda: nn.Conv1d(d, d, kernel_size, padding=kernel_size // 2, device="meta")(x.transpose(1, 2)),
+    }
+    counts = {}
+    for name, run in layers.items():
+        with FlopCounterMode(display=False) as counter:
+            run()
+        counts[name] = int(counter.get_total_flops())
+    return counts
+
+
+def attention_flops_by_part(n, d):
+    """Measured like `measured_flops`: (FLOPs of the four projections, FLOPs of the two n x n
+    products Q K^T and A V) of one single-head self-attention layer."""
+    x = torch.zeros(1, n, d, device="meta")
+    with FlopCounterMode(display=False) as total:
+        _attention_layer(x, d)
+    with FlopCounterMode(display=False) as projections:
+        for _ in range(4):
+            nn.Linear(d, d, device="meta")(x)
+    return int(projections.get_total_flops()), int(total.get_total_flops() - projections.get_total_flops())
+
+
+def layers_to_connect(kind, n, kernel_size=3, width=4, seed=0):
+    """Measured, not derived: how many stacked layers of `kind` it takes before the last output
+    depends on the first input (a non-zero gradient), for n tokens. Each path through a layer
+    counts one; the recurrent layer's path runs through its steps, reported as n - 1 steps.
+
+    kind: "self-attention", "convolution" (plain, stride 1), "dilated convolution" (dilation
+    1, k, k^2, ... as in notebook 02) or "recurrent" (the number of recurrent steps between
+    them, found the same way: the first step count at which the gradient is non-zero)."""
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, n, width, generator=generator, requires_grad=True)
+    if kind == "recurrent":
+        cell = nn.RNNCell(width, width)
+        h = torch.zeros(1, width)
+        for steps in range(n):
+            h = cell(x[:, steps], h)
+        # the last state after all n inputs; the path from input 0 runs through n - 1 later steps
+        grad, = torch.autograd.grad(h.sum(), x)
+        return n - 1 if grad[0, 0].abs().sum() > 0 else None
+    torch.manual_seed(seed)
+    layers = 0
+    h = x
+    while layers < n:
+        layers += 1
+        if kind == "self-attention":
+            h = _attention_layer(h, width)
+        elif kind in ("convolution", "dilated convolution"):
+            dilation = kernel_size ** (layers - 1) if kind == "dilated convolution" else 1
+            conv = nn.Conv1d(width, width, kernel_size, dilation=dilation)
+            h = conv(nn.functional.pad(h.transpose(1, 2), ((kernel_size - 1) * dilation, 0))).transpose(1, 2)
+        else:
+            raise ValueError(f"unknown kind {kind!r}")
+        grad, = torch.autograd.grad(h[0, -1].sum(), x, retain_graph=True)
+        if grad[0, 0].abs().sum() > 0:
+            return layers
+    return None

@@ -93,9 +93,23 @@ def self_attention_matmul(x, W_q, W_k, W_v, mask=None):
     return sdpa_einsum_where(torch.matmul(x, W_q), torch.matmul(x, W_k), torch.matmul(x, W_v), mask)
 
 
+def attention_flops_by_operation(n, d, projections=True):
+    """Sum the FLOPs of each matrix product in turn, 2 m k p for an (m, k) @ (k, p) product."""
+    products = [(n, d, n), (n, n, d)]                 # Q K^T, then A V
+    if projections:
+        products += [(n, d, d)] * 4                   # x W_Q, x W_K, x W_V, then W_O
+    return sum(2 * m * k * p for m, k, p in products)
+
+
+def attention_flops_factored(n, d, projections=True):
+    return 4 * n * d * (n + (2 * d if projections else 0))
+
+
 ALTERNATIVES = {
     "self_attention_softmax": [softmax_logsumexp, softmax_global_max, softmax_moveaxis],
     "self_attention_attention_numpy": [attention_numpy_einsum, attention_numpy_loop],
     "self_attention_sdpa_torch": [sdpa_einsum_where, sdpa_manual_softmax],
     "self_attention_self_attention": [self_attention_einsum, self_attention_matmul],
+    "self_attention_flops": [attention_flops_by_operation, attention_flops_factored],
+    "self_attention_crossover": [2000, 2000.0, 2 * 1000],
 }

@@ -83,3 +83,23 @@ def test_attention_matrix_bytes():
 def test_loglog_slope_recovers_a_power_law():
     ns = np.array([10, 20, 40, 80])
     assert demo.loglog_slope(ns, 3.0 * ns ** 2.0) == pytest.approx(2.0)
+
+
+def test_measured_flops_match_the_counts_by_hand():
+    n, d, k = 7, 5, 3
+    flops = demo.measured_flops(n, d, kernel_size=k)
+    assert set(flops) == set(demo.LAYERS)
+    assert flops["self-attention"] == 2 * (2 * n * n * d + 4 * n * d * d)
+    assert flops["recurrent (LSTM)"] == 2 * 8 * n * d * d      # four gates, input and recurrent matrices
+    assert flops["convolution"] == 2 * k * n * d * d
+    projections, pairwise = demo.attention_flops_by_part(n, d)
+    assert (projections, pairwise) == (2 * 4 * n * d * d, 2 * 2 * n * n * d)
+
+
+def test_layers_to_connect_measures_each_path():
+    assert demo.layers_to_connect("self-attention", 16) == 1
+    assert demo.layers_to_connect("convolution", 16, kernel_size=3) == 8        # receptive field 1 + 2L >= 16
+    assert demo.layers_to_connect("dilated convolution", 16, kernel_size=3) == 3  # 3^L >= 16
+    assert demo.layers_to_connect("recurrent", 16) == 15
+    with pytest.raises(ValueError):
+        demo.layers_to_connect("pooling", 8)

@@ -246,6 +246,14 @@ class Exercise:
         return self.check(student_fn, generic=False)
 
 
+@dataclasses.dataclass(frozen=True)
+class ValueExercise(Exercise):
+    """An answer that is a number, not a function (a "think first" question): `fn` is the
+    student's value itself, `reference` the right value and each mistake's `compute` a wrong one."""
+
+    runner: str = "value"
+
+
 def mask_scores(scores, mask, mode):
     """Scores masked the right way ("-inf") or a catalogued wrong way, for mistakes to share.
 

@@ -33,7 +33,7 @@ from course_utils.models.decoder_lm import DecoderLM
 from course_utils.grading import GradingError
 from course_utils.reference import fast_generation as reference
 from course_utils.reference import mistakes as framework
-from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check", "diagnose"]
 
@@ -208,13 +208,6 @@ CACHE_BYTES_MISTAKES = (
 
 
 # --------------------------------------------------------------------------- 3. predict_cache
-
-@dataclasses.dataclass(frozen=True)
-class ValueExercise(Exercise):
-    """An answer that is a number, not a function: `fn` is the student's value itself."""
-
-    runner: str = "value"
-
 
 def _predicted(kind):
     c = dict(reference.PREDICT_CONFIG)

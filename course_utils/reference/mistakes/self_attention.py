@@ -37,14 +37,22 @@ from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference import attention as attention_reference
 from course_utils.reference import self_attention as reference
-from course_utils.reference.mistakes import Exercise, Mistake, mask_scores
+from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise, mask_scores
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 
 # Mistakes only the hidden cases show. The visible tests of notebook 05 try large scores whose rows
 # spread by 2 (so subtracting the minimum never overflows there) and no allowed score below -1e4,
 # and a finite fill that also zeroes fully masked rows passes them.
-HIDDEN_ONLY = {"subtracts_min"}
+HIDDEN_ONLY = {"subtracts_min",
+               # the think-first question's visible test can only check that the answer is a
+               # positive number: the number itself is the question
+               "crossover_n_equals_d", "crossover_one_product", "crossover_one_projection"}
+
+# The notebook's own FLOP counters would answer the FLOPs exercise: measured, not written.
+FLOP_COUNTERS = ("course_utils.widgets.self_attention:measured_flops",
+                 "course_utils.widgets.self_attention:attention_flops_by_part",
+                 "torch.utils.flop_counter:FlopCounterMode")
 
 
 # --------------------------------------------------------------------------- 1. softmax
@@ -430,6 +438,59 @@ SELF_ATTENTION_MISTAKES = (
 
 
 # What to suggest when a student's function raises on a hidden case instead of returning.
+# --------------------------------------------------------------------------- 5. attention_flops
+
+def flops_cases(seed):
+    """n != d everywhere (so swapping them shows), with and without the projections, and the
+    lectures' n = d = 1000 (where a swap cannot show, but every other mistake does)."""
+    rng = np.random.default_rng(seed)
+    n, d = (int(v) for v in rng.integers(3, 40, size=2))
+    d = d + 1 if d == n else d
+    return [((7, 5), {}), ((12, 3), {"projections": False}), ((4, 9), {"projections": True}),
+            ((n, d), {}), ((1000, 1000), {}), ((2, 11), {"projections": False})]
+
+
+def _flops_variant(factor=2, products=2, projection_count=4, swap=False, count_projections="as asked"):
+    def attention_flops(n, d, projections=True):
+        if swap:
+            n, d = d, n
+        counted = {"as asked": projections, "never": False, "always": True}[count_projections]
+        return factor * (products * n * n * d + (projection_count * n * d * d if counted else 0))
+    return attention_flops
+
+
+FLOPS_MISTAKES = (
+    Mistake("multiply_adds", "that is the number of multiply-adds: each one is 2 FLOPs (a multiply and an add).",
+            _flops_variant(factor=1)),
+    Mistake("one_product", "you counted the scores Q K^T but not the weighted sum of the values A V, "
+                           "which costs as much (n x n x d multiply-adds).",
+            _flops_variant(products=1)),
+    Mistake("three_projections", "you counted W_Q, W_K and W_V but not the output projection W_O: "
+                                 "four d x d projections in all.",
+            _flops_variant(projection_count=3)),
+    Mistake("no_projections", "you left out the projections: with projections=True the four n x d x d "
+                              "products count too (the slide's 4 * 10^9 makes the same slip).",
+            _flops_variant(count_projections="never")),
+    Mistake("projections_always", "you counted the projections even with projections=False.",
+            _flops_variant(count_projections="always")),
+    Mistake("swapped", "you swapped n and d: the scores are n x n dot products of length d (n^2 d), "
+                       "a projection is n rows times a d x d matrix (n d^2).",
+            _flops_variant(swap=True)),
+)
+
+CROSSOVER_MISTAKES = (
+    Mistake("crossover_n_equals_d", "n = d compares one n^2 d term with one n d^2 term; there are two n x n "
+                                    "products and four projections: 2 n^2 d = 4 n d^2.",
+            1000),
+    Mistake("crossover_one_product", "you set one n x n product against all four projections "
+                                     "(n^2 d = 4 n d^2); the weighted sum A V costs as much as the scores.",
+            4000),
+    Mistake("crossover_one_projection", "you set both n x n products against a single projection "
+                                        "(2 n^2 d = n d^2); there are four: W_Q, W_K, W_V and W_O.",
+            500),
+)
+
+
 _CRASH_HINTS = {
     "self_attention_softmax": "it should accept an array of any shape and an `axis` (e.g. axis=0 "
                               "on a 2-D array, or axis=1 on a 3-D one)",
@@ -494,6 +555,28 @@ EXERCISES = {
             atol=1e-6,
             rtol=1e-5,
             crash_hint=_CRASH_HINTS["self_attention_self_attention"],
+        ),
+        Exercise(
+            grade_id="self_attention_flops",
+            function_name="attention_flops",
+            reference=reference.attention_flops,
+            make_cases=flops_cases,
+            mistakes=FLOPS_MISTAKES,
+            forbidden=FLOP_COUNTERS,
+            output_names=("your FLOP count",),
+            atol=0.0,
+            rtol=0.0,
+            crash_hint="n and d are ints and projections a bool; return an int, 2 FLOPs per multiply-add",
+        ),
+        ValueExercise(
+            grade_id="self_attention_crossover",
+            function_name="crossover_n",
+            reference=reference.crossover_length(),
+            make_cases=lambda seed: [((), {})],
+            mistakes=CROSSOVER_MISTAKES,
+            output_names=("your length n",),
+            atol=0.0,
+            rtol=0.0,
         ),
     )
 }
