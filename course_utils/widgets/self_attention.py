@@ -4,6 +4,7 @@ The notebook only wires sliders and drop-downs to these and draws the results wi
 `course_utils.plots`. Nothing here needs the student's answers: weights are computed with
 PyTorch's own `torch.softmax`, and nothing here is shaped like an exercise's function.
 """
+import functools
 import math
 import time
 
@@ -19,6 +20,8 @@ __all__ = [
     "worked_example", "hand_made_projections", "random_projections", "PROJECTIONS",
     "sentence_attention", "time_attention", "attention_matrix_bytes", "loglog_slope",
     "LAYERS", "measured_flops", "attention_flops_by_part", "layers_to_connect",
+    "TABLE", "build_layer", "counted_flops", "sequential_products", "path_length", "cost_table",
+    "format_cost_table",
 ]
 
 LAYERS = ("self-attention", "recurrent (LSTM)", "convolution")
@@ -221,3 +224,219 @@ def layers_to_connect(kind, n, kernel_size=3, width=4, seed=0):
         if grad[0, 0].abs().sum() > 0:
             return layers
     return None
+
+
+# --------------------------------------------------------------------------- the whole table, measured
+#
+# The seeds' three columns for five layers, each written the way the course writes it and mapping
+# n tokens of width d to n outputs of width d. A layer takes a *list* of n tensors of shape (B, d),
+# one per token, and returns such a list: separate tensors let the autograd graph tell token 0 from
+# the others and the last output from the rest (one (B, n, d) tensor would join every position in a
+# single node). Weights are seeded
+# and scaled by 1/sqrt(fan-in); tanh and sigmoid never have a zero derivative, so no dependence is
+# cut by accident.
+
+def _rnn(d, generator, dtype):
+    """Notebook 01's vanilla RNN, unrolled: h_t = tanh(x_t W_xh + h_{t-1} W_hh + b), h_0 = 0."""
+    W_xh, W_hh = (torch.randn(d, d, generator=generator, dtype=dtype) / math.sqrt(d) for _ in range(2))
+    b = torch.zeros(d, dtype=dtype)
+
+    def layer(tokens):
+        h = torch.zeros_like(tokens[0])
+        states = []
+        for x_t in tokens:  # step t needs h_{t-1}: n steps, one after the other
+            h = torch.tanh(x_t @ W_xh + h @ W_hh + b)
+            states.append(h)
+        return states
+    return layer
+
+
+def _lstm(d, generator, dtype):
+    """The seeds' "RNN (LSTM)": four gates, each from x_t (W_x) and h_{t-1} (W_h)."""
+    W_x, W_h = (torch.randn(d, 4 * d, generator=generator, dtype=dtype) / math.sqrt(d) for _ in range(2))
+
+    def layer(tokens):
+        h = c = torch.zeros_like(tokens[0])
+        states = []
+        for x_t in tokens:
+            i, f, g, o = (x_t @ W_x + h @ W_h).chunk(4, dim=-1)
+            c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+            h = torch.sigmoid(o) * torch.tanh(c)
+            states.append(h)
+        return states
+    return layer
+
+
+def _causal_cnn(d, generator, dtype, depth=1, dilated=False, k=3):
+    """Notebook 02's causal convolution (pad (k - 1) x dilation zeros on the left, then convolve),
+    `depth` of them stacked with tanh between; dilations 1, k, k^2, ... if dilated."""
+    weights = [torch.randn(d, d, k, generator=generator, dtype=dtype) / math.sqrt(d * k) for _ in range(depth)]
+
+    def layer(tokens):
+        x = torch.stack(tokens, dim=-1)  # (B, d, n): channels first, time last, as in nn.Conv1d
+        for i, weight in enumerate(weights):
+            dilation = k ** i if dilated else 1
+            x = nn.functional.conv1d(nn.functional.pad(x, ((k - 1) * dilation, 0)), weight, dilation=dilation)
+            if i < depth - 1:
+                x = torch.tanh(x)
+        return list(x.unbind(dim=-1))
+    return layer
+
+
+def _self_attention(d, generator, dtype):
+    """Exercise 4's layer, Q = x W_q, K = x W_k, V = x W_v, softmax(Q K^T / sqrt(d)) V, followed
+    by the output projection W_o that notebook 07 adds (the layer the seeds count)."""
+    W_q, W_k, W_v, W_o = (torch.randn(d, d, generator=generator, dtype=dtype) / math.sqrt(d) for _ in range(4))
+
+    def layer(tokens):
+        x = torch.stack(tokens, dim=1)  # (B, n, d)
+        q, k, v = x @ W_q, x @ W_k, x @ W_v
+        weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1)
+        return list(((weights @ v) @ W_o).unbind(dim=1))
+    return layer
+
+
+# name -> (builder, stacked: whether more layers are stacked to connect far positions,
+#          FLOPs formula as text, the same as a function of (n, d, k), sequential ops and path length
+#          as the seeds' table states them)
+TABLE = {
+    "RNN (notebook 01)": (_rnn, False, "4 n d^2", lambda n, d, k: 4 * n * d * d, "O(n)", "O(n)"),
+    "LSTM": (_lstm, False, "16 n d^2", lambda n, d, k: 16 * n * d * d, "O(n)", "O(n)"),
+    "causal CNN, k = 3": (_causal_cnn, True, "2 k n d^2", lambda n, d, k: 2 * k * n * d * d,
+                          "O(1) per layer", "O(n/k) layers"),
+    "dilated causal CNN, k = 3": (functools.partial(_causal_cnn, dilated=True), True, "2 k n d^2",
+                                  lambda n, d, k: 2 * k * n * d * d, "O(1) per layer", "O(log_k n) layers"),
+    "self-attention + W_O": (_self_attention, False, "4 n^2 d + 8 n d^2",
+                             lambda n, d, k: 4 * n * n * d + 8 * n * d * d, "O(1)", "O(1)"),
+}
+
+
+def build_layer(name, d, depth=1, seed=0, dtype=torch.float64):
+    """The layer `name` of TABLE with width d (for the CNNs, a stack of `depth` layers)."""
+    builder, stacked = TABLE[name][:2]
+    generator = torch.Generator().manual_seed(seed)
+    return builder(d, generator, dtype, depth=depth) if stacked else builder(d, generator, dtype)
+
+
+def _tokens(n, d, seed=0, dtype=torch.float64, requires_grad=False):
+    generator = torch.Generator().manual_seed(seed + 1)
+    return [torch.randn(1, d, generator=generator, dtype=dtype).requires_grad_(requires_grad) for _ in range(n)]
+
+
+def counted_flops(name, n, d, device="cpu"):
+    """FLOPs of one layer of TABLE on one sequence of n tokens, counted by FlopCounterMode while the
+    layer runs (2 per multiply-add of every matrix product and convolution; element-wise work is
+    not counted). device="meta" runs the same code on shapes only, without arithmetic."""
+    layer = build_layer(name, d, dtype=torch.float32)
+    with torch.device(device):
+        layer = build_layer(name, d, dtype=torch.float32) if device != "cpu" else layer
+        tokens = [torch.zeros(1, d) for _ in range(n)]
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            layer(tokens)
+    return int(counter.get_total_flops())
+
+
+# Autograd nodes that are a matrix product or a convolution: the operations counted as steps.
+_PRODUCTS = ("MmBackward", "BmmBackward", "AddmmBackward", "MvBackward", "DotBackward", "ConvolutionBackward")
+
+
+def _is_product(node):
+    return type(node).__name__.startswith(_PRODUCTS)
+
+
+def _children(node):
+    return [child for child, _ in node.next_functions if child is not None]
+
+
+def sequential_products(name, n, d=4):
+    """The longest chain of matrix products (or convolutions) in one layer's autograd graph, each
+    needing the result of the one before: steps that no number of cores can run side by side."""
+    out = torch.stack(build_layer(name, d)(_tokens(n, d, requires_grad=True)))
+    order, stack, seen = [], [(out.grad_fn, False)], set()
+    while stack:  # an iterative post-order: an RNN's graph is too deep for recursion
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+        elif node not in seen:
+            seen.add(node)
+            stack.append((node, True))
+            stack.extend((child, False) for child in _children(node) if child not in seen)
+    longest = {}
+    for node in order:  # every child comes before its parents
+        longest[node] = max((longest[c] for c in _children(node)), default=0) + _is_product(node)
+    return longest[out.grad_fn]
+
+
+def _fewest_operations(output, token):
+    """Fewest operations on any route from the leaf `token` to `output` in the autograd graph
+    (a breadth-first search from the output; the leaf itself is not an operation)."""
+    depth, frontier, seen = 1, [output.grad_fn], {output.grad_fn}
+    while frontier:
+        following = []
+        for node in frontier:
+            for child in _children(node):
+                if getattr(child, "variable", None) is token:
+                    return depth
+                if child not in seen:
+                    seen.add(child)
+                    following.append(child)
+        frontier, depth = following, depth + 1
+    return None
+
+
+def path_length(name, n, d=4):
+    """How far the first token is from the last output, measured: (layers, operations).
+
+    Layers: stacks more layers (CNNs only; one layer of the others already reads every earlier
+    token) until the gradient of the last output with respect to the first token is non-zero.
+    Operations: the fewest operations (products, sums, activations, reshapes) on a route between
+    them in that stack's autograd graph: the chain the signal crosses, and its gradient on the way
+    back. Counting products alone would miss the LSTM's cell state, which crosses every step by
+    element-wise operations only."""
+    stacked = TABLE[name][1]
+    for depth in range(1, (n if stacked else 1) + 1):
+        tokens = _tokens(n, d, requires_grad=True)
+        last = build_layer(name, d, depth=depth)(tokens)[-1].sum()
+        grad, = torch.autograd.grad(last, tokens[0], retain_graph=True, allow_unused=True)
+        if grad is not None and bool(grad.abs().max() > 0):
+            return depth, _fewest_operations(last, tokens[0])
+    raise ValueError(f"{name}: the last output does not depend on the first token within {n} layers")
+
+
+def cost_table(ns=(16, 64), flops_n=64, flops_d=32, k=3):
+    """Every measurement of the table, one dict per layer of TABLE: FLOPs counted at n = flops_n,
+    d = flops_d beside the formula's value; the longest chain of products and the path length at
+    each n of ns (width 4: only the graph matters there). Runs on one thread: the layers are tiny,
+    and waking idle threads would cost more than the arithmetic."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _cost_table(ns, flops_n, flops_d, k)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _cost_table(ns, flops_n, flops_d, k):
+    rows = []
+    for name, (_, _, formula, value, seq, path) in TABLE.items():
+        rows.append({"layer": name, "formula": formula, "flops": counted_flops(name, flops_n, flops_d),
+                     "formula_flops": value(flops_n, flops_d, k), "seeds_sequential": seq, "seeds_path": path,
+                     "sequential": [sequential_products(name, n) for n in ns],
+                     "path": [path_length(name, n) for n in ns]})
+    return rows
+
+
+def format_cost_table(rows, ns=(16, 64), flops_n=64, flops_d=32):
+    """The table as text, what the seeds state beside what was measured."""
+    a, b = ns
+    head = (f"{'layer':26s}|{'FLOPs per layer':>18s}{'counted':>10s}{'formula':>10s} |"
+            f"{'sequential':>15s}{'chain':>7s}{'':6s} |{'path length':>18s}{'(layers, operations)':>22s}\n"
+            f"{'':26s}|{'':18s}{f'n = {flops_n}, d = {flops_d}':>20s} |"
+            f"{'(seeds)':>15s}{f'n={a}':>7s}{f'n={b}':>6s} |{'(seeds)':>18s}{f'n={a}':>11s}{f'n={b}':>11s}")
+    lines = [head, "-" * len(head.splitlines()[0])]
+    for row in rows:
+        (la, pa), (lb, pb) = row["path"]
+        lines.append(f"{row['layer']:26s}|{row['formula']:>18s}{row['flops']:>10d}{row['formula_flops']:>10d} |"
+                     f"{row['seeds_sequential']:>15s}{row['sequential'][0]:>7d}{row['sequential'][1]:>6d} |"
+                     f"{row['seeds_path']:>18s}{f'({la}, {pa})':>11s}{f'({lb}, {pb})':>11s}")
+    return "\n".join(lines)

@@ -1,4 +1,6 @@
 """The pure functions behind notebook 05's demos: fast, seeded, and right."""
+import math
+
 import numpy as np
 import pytest
 
@@ -103,3 +105,53 @@ def test_layers_to_connect_measures_each_path():
     assert demo.layers_to_connect("recurrent", 16) == 15
     with pytest.raises(ValueError):
         demo.layers_to_connect("pooling", 8)
+
+
+# The whole table: formulas against FlopCounterMode, chains and paths from the autograd graph.
+
+@pytest.mark.parametrize("name", list(demo.TABLE))
+@pytest.mark.parametrize("n, d", [(5, 3), (9, 4)])
+def test_counted_flops_match_each_layers_formula(name, n, d):
+    formula = demo.TABLE[name][3]
+    assert demo.counted_flops(name, n, d) == formula(n, d, 3)
+
+
+def test_counted_flops_on_the_meta_device_reproduce_the_seeds_slide():
+    flops = {name: demo.counted_flops(name, 1000, 1000, device="meta") for name in demo.TABLE}
+    assert flops["LSTM"] == 16 * 10**9                 # the slide's "RNN (LSTM)"
+    assert flops["causal CNN, k = 3"] == 6 * 10**9     # the slide's convolution, kernel width 3
+    assert flops["self-attention + W_O"] == 12 * 10**9  # the slide's 4e9 plus 8e9 of projections
+    assert flops["RNN (notebook 01)"] == 4 * 10**9
+
+
+@pytest.mark.parametrize("n", [4, 12])
+def test_sequential_chain_grows_with_n_only_for_the_recurrent_layers(n):
+    assert demo.sequential_products("RNN (notebook 01)", n) == n   # one h W_hh per step, plus x_0 W_xh
+    assert demo.sequential_products("LSTM", n) == n
+    assert demo.sequential_products("causal CNN, k = 3", n) == 1
+    assert demo.sequential_products("self-attention + W_O", n) == 4  # x W_k, Q K^T, A V, W_O
+
+
+def test_path_length_layers_follow_the_receptive_field():
+    n, k = 20, 3
+    assert demo.path_length("causal CNN, k = 3", n)[0] == math.ceil((n - 1) / (k - 1))  # 1 + L (k - 1) >= n
+    assert demo.path_length("dilated causal CNN, k = 3", n)[0] == math.ceil(math.log(n, k))  # k^L >= n
+    assert demo.path_length("self-attention + W_O", n)[0] == 1
+    assert demo.path_length("RNN (notebook 01)", n)[0] == 1
+
+
+def test_path_operations_grow_linearly_for_recurrences_and_stay_flat_for_attention():
+    ops = {name: [demo.path_length(name, n)[1] for n in (8, 16)] for name in demo.TABLE}
+    assert ops["self-attention + W_O"][0] == ops["self-attention + W_O"][1]
+    rnn_a, rnn_b = ops["RNN (notebook 01)"]
+    assert rnn_b - rnn_a == 4 * 8  # per step: x W_xh + h W_hh (a product and two sums) and a tanh
+    lstm_a, lstm_b = ops["LSTM"]
+    assert lstm_b > lstm_a
+
+
+def test_cost_table_prints_every_layer():
+    rows = demo.cost_table(ns=(6, 12), flops_n=8, flops_d=4)
+    assert [row["layer"] for row in rows] == list(demo.TABLE)
+    assert all(row["flops"] == row["formula_flops"] for row in rows)
+    text = demo.format_cost_table(rows, ns=(6, 12), flops_n=8, flops_d=4)
+    assert all(name in text for name in demo.TABLE)
