@@ -19,13 +19,9 @@ from course_utils.data import sentences as toy
 __all__ = [
     "worked_example", "hand_made_projections", "random_projections", "PROJECTIONS",
     "sentence_attention", "time_attention", "attention_matrix_bytes", "loglog_slope",
-    "LAYERS", "measured_flops", "attention_flops_by_part", "layers_to_connect",
-    "TABLE", "build_layer", "counted_flops", "sequential_products", "path_length", "cost_table",
+    "attention_flops_by_part", "TABLE", "formula_flops", "build_layer", "counted_flops", "sequential_products", "path_length", "cost_table",
     "format_cost_table",
 ]
-
-LAYERS = ("self-attention", "recurrent (LSTM)", "convolution")
-
 
 def worked_example(d_k=64, dots=(112.0, 96.0), seed=0):
     """The lectures' two-word example: a query q1 and keys k1, k2 of size d_k with
@@ -157,29 +153,10 @@ def _attention_layer(x, d):
     return out(torch.softmax(scores, dim=-1) @ v(x))
 
 
-def measured_flops(n, d, kernel_size=3):
-    """FLOPs of one layer of each kind over n tokens of width d, counted by PyTorch's own
-    `FlopCounterMode` while the layer runs (on the "meta" device: shapes only, no arithmetic, so
-    n = d = 1000 costs nothing). It counts the matrix products and convolutions, 2 FLOPs per
-    multiply-add, and leaves out the element-wise work (softmax, gates, biases).
-    Returns {layer name: FLOPs} for the names in LAYERS."""
-    x = torch.zeros(1, n, d, device="meta")
-    layers = {
-        "self-attention": lambda: _attention_layer(x, d),
-        "recurrent (LSTM)": lambda: nn.LSTM(d, d, batch_first=True, device="meta")(x),
-        "convolution": lambda: nn.Conv1d(d, d, kernel_size, padding=kernel_size // 2, device="meta")(x.transpose(1, 2)),
-    }
-    counts = {}
-    for name, run in layers.items():
-        with FlopCounterMode(display=False) as counter:
-            run()
-        counts[name] = int(counter.get_total_flops())
-    return counts
-
-
 def attention_flops_by_part(n, d):
-    """Measured like `measured_flops`: (FLOPs of the four projections, FLOPs of the two n x n
-    products Q K^T and A V) of one single-head self-attention layer."""
+    """(FLOPs of the four projections, FLOPs of the two n x n products Q K^T and A V) of one
+    single-head self-attention layer, counted by PyTorch's FlopCounterMode while the layer runs on
+    the "meta" device (shapes only, no arithmetic: n = d = 1000 costs nothing)."""
     x = torch.zeros(1, n, d, device="meta")
     with FlopCounterMode(display=False) as total:
         _attention_layer(x, d)
@@ -187,43 +164,6 @@ def attention_flops_by_part(n, d):
         for _ in range(4):
             nn.Linear(d, d, device="meta")(x)
     return int(projections.get_total_flops()), int(total.get_total_flops() - projections.get_total_flops())
-
-
-def layers_to_connect(kind, n, kernel_size=3, width=4, seed=0):
-    """Measured, not derived: how many stacked layers of `kind` it takes before the last output
-    depends on the first input (a non-zero gradient), for n tokens. Each path through a layer
-    counts one; the recurrent layer's path runs through its steps, reported as n - 1 steps.
-
-    kind: "self-attention", "convolution" (plain, stride 1), "dilated convolution" (dilation
-    1, k, k^2, ... as in notebook 02) or "recurrent" (the number of recurrent steps between
-    them, found the same way: the first step count at which the gradient is non-zero)."""
-    generator = torch.Generator().manual_seed(seed)
-    x = torch.randn(1, n, width, generator=generator, requires_grad=True)
-    if kind == "recurrent":
-        cell = nn.RNNCell(width, width)
-        h = torch.zeros(1, width)
-        for steps in range(n):
-            h = cell(x[:, steps], h)
-        # the last state after all n inputs; the path from input 0 runs through n - 1 later steps
-        grad, = torch.autograd.grad(h.sum(), x)
-        return n - 1 if grad[0, 0].abs().sum() > 0 else None
-    torch.manual_seed(seed)
-    layers = 0
-    h = x
-    while layers < n:
-        layers += 1
-        if kind == "self-attention":
-            h = _attention_layer(h, width)
-        elif kind in ("convolution", "dilated convolution"):
-            dilation = kernel_size ** (layers - 1) if kind == "dilated convolution" else 1
-            conv = nn.Conv1d(width, width, kernel_size, dilation=dilation)
-            h = conv(nn.functional.pad(h.transpose(1, 2), ((kernel_size - 1) * dilation, 0))).transpose(1, 2)
-        else:
-            raise ValueError(f"unknown kind {kind!r}")
-        grad, = torch.autograd.grad(h[0, -1].sum(), x, retain_graph=True)
-        if grad[0, 0].abs().sum() > 0:
-            return layers
-    return None
 
 
 # --------------------------------------------------------------------------- the whole table, measured
@@ -296,19 +236,22 @@ def _self_attention(d, generator, dtype):
     return layer
 
 
-# name -> (builder, stacked: whether more layers are stacked to connect far positions,
-#          FLOPs formula as text, the same as a function of (n, d, k), sequential ops and path length
-#          as the seeds' table states them)
+# name -> (builder, stacked: whether more layers are stacked to connect far positions, FLOPs
+#          formula, sequential operations and path length as the seeds' table states them)
 TABLE = {
-    "RNN (notebook 01)": (_rnn, False, "4 n d^2", lambda n, d, k: 4 * n * d * d, "O(n)", "O(n)"),
-    "LSTM": (_lstm, False, "16 n d^2", lambda n, d, k: 16 * n * d * d, "O(n)", "O(n)"),
-    "causal CNN, k = 3": (_causal_cnn, True, "2 k n d^2", lambda n, d, k: 2 * k * n * d * d,
-                          "O(1) per layer", "O(n/k) layers"),
+    "RNN (notebook 01)": (_rnn, False, "4 n d^2", "O(n)", "O(n)"),
+    "LSTM": (_lstm, False, "16 n d^2", "O(n)", "O(n)"),
+    "causal CNN, k = 3": (_causal_cnn, True, "2 k n d^2", "O(1) per layer", "O(n/k) layers"),
     "dilated causal CNN, k = 3": (functools.partial(_causal_cnn, dilated=True), True, "2 k n d^2",
-                                  lambda n, d, k: 2 * k * n * d * d, "O(1) per layer", "O(log_k n) layers"),
-    "self-attention + W_O": (_self_attention, False, "4 n^2 d + 8 n d^2",
-                             lambda n, d, k: 4 * n * n * d + 8 * n * d * d, "O(1)", "O(1)"),
+                                  "O(1) per layer", "O(log_k n) layers"),
+    "self-attention + W_O": (_self_attention, False, "4 n^2 d + 8 n d^2", "O(1)", "O(1)"),
 }
+
+
+def formula_flops(name, n, d, k=3):
+    """The FLOPs formula of TABLE[name] (2 per multiply-add), evaluated."""
+    return {"4 n d^2": 4 * n * d * d, "16 n d^2": 16 * n * d * d, "2 k n d^2": 2 * k * n * d * d,
+            "4 n^2 d + 8 n d^2": 4 * n * n * d + 8 * n * d * d}[TABLE[name][2]]
 
 
 def build_layer(name, d, depth=1, seed=0, dtype=torch.float64):
@@ -327,9 +270,8 @@ def counted_flops(name, n, d, device="cpu"):
     """FLOPs of one layer of TABLE on one sequence of n tokens, counted by FlopCounterMode while the
     layer runs (2 per multiply-add of every matrix product and convolution; element-wise work is
     not counted). device="meta" runs the same code on shapes only, without arithmetic."""
-    layer = build_layer(name, d, dtype=torch.float32)
     with torch.device(device):
-        layer = build_layer(name, d, dtype=torch.float32) if device != "cpu" else layer
+        layer = build_layer(name, d, dtype=torch.float32)
         tokens = [torch.zeros(1, d) for _ in range(n)]
         with torch.no_grad(), FlopCounterMode(display=False) as counter:
             layer(tokens)
@@ -418,9 +360,9 @@ def cost_table(ns=(16, 64), flops_n=64, flops_d=32, k=3):
 
 def _cost_table(ns, flops_n, flops_d, k):
     rows = []
-    for name, (_, _, formula, value, seq, path) in TABLE.items():
+    for name, (_, _, formula, seq, path) in TABLE.items():
         rows.append({"layer": name, "formula": formula, "flops": counted_flops(name, flops_n, flops_d),
-                     "formula_flops": value(flops_n, flops_d, k), "seeds_sequential": seq, "seeds_path": path,
+                     "formula_flops": formula_flops(name, flops_n, flops_d, k), "seeds_sequential": seq, "seeds_path": path,
                      "sequential": [sequential_products(name, n) for n in ns],
                      "path": [path_length(name, n) for n in ns]})
     return rows

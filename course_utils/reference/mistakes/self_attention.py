@@ -47,10 +47,12 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 HIDDEN_ONLY = {"subtracts_min",
                # the think-first question's visible test can only check that the answer is a
                # positive number: the number itself is the question
-               "crossover_n_equals_d", "crossover_one_product", "crossover_one_projection"}
+               "crossover_n_equals_d", "crossover_one_product", "crossover_three_projections",
+               "crossover_one_projection"}
 
 # The notebook's own FLOP counters would answer the FLOPs exercise: measured, not written.
-FLOP_COUNTERS = ("course_utils.widgets.self_attention:measured_flops",
+FLOP_COUNTERS = ("course_utils.widgets.self_attention:counted_flops",
+                 "course_utils.widgets.self_attention:formula_flops",
                  "course_utils.widgets.self_attention:attention_flops_by_part",
                  "torch.utils.flop_counter:FlopCounterMode")
 
@@ -485,6 +487,10 @@ CROSSOVER_MISTAKES = (
     Mistake("crossover_one_product", "you set one n x n product against all four projections "
                                      "(n^2 d = 4 n d^2); the weighted sum A V costs as much as the scores.",
             4000),
+    Mistake("crossover_three_projections", "you counted the three projections of exercise 4's layer "
+                                           "(2 n^2 d = 3 n d^2); the layer counted here has four: W_Q, W_K, "
+                                           "W_V and the output projection W_O.",
+            1500),
     Mistake("crossover_one_projection", "you set both n x n products against a single projection "
                                         "(2 n^2 d = n d^2); there are four: W_Q, W_K, W_V and W_O.",
             500),
