@@ -1,0 +1,140 @@
+"""Pure compute functions behind the demos of notebook 10 (the encoder–decoder Transformer).
+
+They take trained models (`course_utils.models.transformer_seq2seq.TransformerSeq2Seq`, and
+notebook 04's `course_utils.models.seq2seq.Seq2Seq` for the comparison) and return plain numbers,
+strings and NumPy arrays; the notebook draws them and wires them to widgets. Nothing here
+needs the student's answers.
+"""
+import time
+
+import numpy as np
+import torch
+
+from course_utils.data import dates
+from course_utils.models import seq2seq
+from course_utils.models import transformer_seq2seq as ts
+
+__all__ = ["EXAMPLES", "MODEL_CONFIG", "attention_view", "head_map", "bahdanau_alignment",
+           "train_transformer", "train_bahdanau", "reached", "warmup_runs", "warmup_summary"]
+
+EXAMPLES = (
+    "22 November 2026",
+    "Sunday, 22 November 2026",
+    "the 3rd of March, 1999",
+    "wednesday, september 30, 2048",
+    "nov 22, 2026",
+    "2026/11/22",
+    "22.11.2026",
+    "sat 1 jan 1955",
+)
+
+# The notebook's model: one encoder layer, two decoder layers of 4 heads, d_model 32.
+MODEL_CONFIG = dict(d_model=32, num_heads=4, num_layers=2, encoder_layers=1, d_ff=64)
+TRAINING = dict(lr=2e-2, warmup=50, batch_size=64)
+
+
+def attention_view(model, text):
+    """Greedy translation of `text` and the cross-attention of every decoder layer and head.
+
+    Returns a dict: "source" (the lower-cased characters), "output" (the ISO characters, then
+    "<eos>"), "iso" (the translation), "weights" (a float NumPy array (layers, heads,
+    len(output), len(source))). Raises ValueError for characters the model does not know."""
+    if not text.strip():
+        raise ValueError("type a date")
+    dates.encode_source(text)  # ValueError with a readable message for unknown characters
+    source, output, weights = ts.cross_attention_maps(model, text)
+    return {"source": source, "output": output, "iso": "".join(output[:-1]),
+            "weights": weights.double().numpy()}
+
+
+def head_map(view, layer, head=None):
+    """One map of an `attention_view`: (len(output), len(source)) for a layer and a head, or the
+    average over the layer's heads when head is None. Rows still sum to one."""
+    weights = view["weights"]
+    if not 0 <= layer < weights.shape[0]:
+        raise ValueError(f"layer must be 0..{weights.shape[0] - 1}, got {layer}")
+    if head is None:
+        return weights[layer].mean(axis=0)
+    if not 0 <= head < weights.shape[1]:
+        raise ValueError(f"head must be 0..{weights.shape[1] - 1}, got {head}")
+    return weights[layer, head]
+
+
+def bahdanau_alignment(model, text):
+    """Notebook 04's alignment for `text`: (source characters, output characters, weights
+    (len(output), len(source))), the output ending with "<eos>"."""
+    (iso,), weights = seq2seq.greedy_translate(model, [text])
+    output = list(iso) + ["<eos>"]
+    rows = min(len(output), weights.shape[1])
+    return list(text.lower()), output[:rows], weights[0, :rows, :len(text)].double().numpy()
+
+
+def train_transformer(steps, seed=0, eval_pairs=(), eval_every=50, cross_attention=None, block=None,
+                      description=None, **changes):
+    """A fresh notebook model (MODEL_CONFIG, with `changes` to the model or the training) built
+    from the student's parts where they agree with the course's (`ts.assemble`), trained for
+    `steps` with `seed`. Returns (model, history, used) with used = {"cross_attention": bool,
+    "block": bool}, which parts are the student's."""
+    config = dict(MODEL_CONFIG)
+    training = dict(TRAINING)
+    for key, value in changes.items():
+        (training if key in training else config)[key] = value
+    model, used = ts.assemble(cross_attention, block, seed=seed, **config)
+    history = ts.fit(model, steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
+                     description=description or f"Transformer, seed {seed}", **training)
+    return model, history, used
+
+
+def train_bahdanau(steps, seed=0, eval_pairs=(), eval_every=10, description=None):
+    """Notebook 04's GRU encoder–decoder with Bahdanau attention, its settings, `steps` steps."""
+    torch.manual_seed(seed)
+    model = seq2seq.Seq2Seq(attention=True)
+    history = seq2seq.fit(model, steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
+                          description=description or f"GRU + Bahdanau, seed {seed}")
+    return model, history
+
+
+def reached(history, target):
+    """(steps, seconds) at the first evaluation where the exact match reached `target`, or
+    (None, None)."""
+    for step, seconds, value in zip(history["step"], history["seconds"], history["accuracy"]):
+        if value >= target:
+            return step, seconds
+    return None, None
+
+
+def warmup_runs(seeds=(0, 1, 2), steps=120, lr=3e-2, warmup=40, batch_size=32, last=20,
+                d_model=32, num_heads=2, num_layers=2, d_ff=64):
+    """Post-norm with and without a learning-rate warm-up, and pre-norm without, at a learning rate
+    high enough to matter. A small model, `steps` steps per run, one run per arrangement and seed.
+
+    Returns {name: {"loss": array (seeds,), the mean training loss over the `last` steps,
+    "curves": array (seeds, steps)}}, names "post-norm, no warm-up", "post-norm, warm-up",
+    "pre-norm, no warm-up", and "seconds": the wall-clock time of all runs."""
+    arrangements = {"post-norm, no warm-up": (False, 0), "post-norm, warm-up": (False, warmup),
+                    "pre-norm, no warm-up": (True, 0)}
+    out, start = {}, time.perf_counter()
+    for name, (norm_first, ramp) in arrangements.items():
+        curves = []
+        for seed in seeds:
+            torch.manual_seed(seed)
+            model = ts.TransformerSeq2Seq(d_model=d_model, num_heads=num_heads, num_layers=num_layers, d_ff=d_ff,
+                                          norm_first=norm_first)
+            history = ts.fit(model, steps, batch_size=batch_size, lr=lr, warmup=ramp, seed=seed,
+                             description=f"{name}, seed {seed}")
+            curves.append(history["loss"])
+        curves = np.array(curves)
+        out[name] = {"curves": curves, "loss": curves[:, -last:].mean(axis=1)}
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def warmup_summary(runs):
+    """Facts that hold whatever the CPU: for each arrangement, the worst and best seed's final loss,
+    and whether every seed of post-norm with warm-up ended below every seed without it."""
+    names = [n for n in runs if n != "seconds"]
+    table = {n: (float(runs[n]["loss"].min()), float(runs[n]["loss"].max())) for n in names}
+    with_w, without = runs["post-norm, warm-up"]["loss"], runs["post-norm, no warm-up"]["loss"]
+    return {"range": table, "warm-up helps post-norm on every seed": bool(with_w.max() < without.min()),
+            "pre-norm without warm-up beats post-norm without, every seed":
+                bool(runs["pre-norm, no warm-up"]["loss"].max() < without.min())}

@@ -1,0 +1,104 @@
+"""The compute behind notebook 10's demos (course_utils.widgets.encoder_decoder)."""
+import numpy as np
+import pytest
+import torch
+
+from course_utils.data import dates
+from course_utils.models import seq2seq
+from course_utils.models import transformer_seq2seq as ts
+from course_utils.widgets import encoder_decoder as demo
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return ts.TransformerSeq2Seq(**demo.MODEL_CONFIG).eval()
+
+
+def test_attention_view_shapes_and_rows(model):
+    view = demo.attention_view(model, "Sunday, 22 November 2026")
+    layers, heads = demo.MODEL_CONFIG["num_layers"], demo.MODEL_CONFIG["num_heads"]
+    assert view["source"] == list("sunday, 22 november 2026")
+    assert view["output"][-1] == "<eos>" or len(view["output"]) == dates.TARGET_LENGTH + 2
+    assert view["weights"].shape == (layers, heads, len(view["output"]), len(view["source"]))
+    np.testing.assert_allclose(view["weights"].sum(-1), 1.0, atol=1e-5)
+    assert view["iso"] == "".join(view["output"][:-1])
+
+
+def test_attention_view_matches_the_model_translation(model):
+    text = "2026/11/22"
+    assert demo.attention_view(model, text)["iso"] == ts.greedy_translate(model, [text])[0]
+
+
+@pytest.mark.parametrize("text", ["22 novembre 2026!", "", "   "])
+def test_attention_view_refuses_what_it_cannot_read(model, text):
+    with pytest.raises(ValueError):
+        demo.attention_view(model, text)
+
+
+def test_head_map_picks_a_head_or_averages(model):
+    view = demo.attention_view(model, "22.11.2026")
+    np.testing.assert_array_equal(demo.head_map(view, 1, 2), view["weights"][1, 2])
+    np.testing.assert_allclose(demo.head_map(view, 0), view["weights"][0].mean(0))
+    np.testing.assert_allclose(demo.head_map(view, 0).sum(-1), 1.0, atol=1e-5)
+    with pytest.raises(ValueError):
+        demo.head_map(view, 5, 0)
+    with pytest.raises(ValueError):
+        demo.head_map(view, 0, 9)
+
+
+def test_bahdanau_alignment_shape():
+    torch.manual_seed(0)
+    gru = seq2seq.Seq2Seq(attention=True).eval()
+    source, output, weights = demo.bahdanau_alignment(gru, "22 November 2026")
+    assert source == list("22 november 2026")
+    assert weights.shape == (len(output), len(source))
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+
+
+def test_train_transformer_uses_the_parts_it_is_given_only_when_they_agree():
+    pairs = dates.held_out_set()[:20]
+
+    def wrong(x, memory, W_q, W_k, W_v, src_mask=None):
+        scores = (x @ W_q) @ (memory @ W_k).transpose(-2, -1)  # not scaled
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ (memory @ W_v), weights
+
+    model, history, used = demo.train_transformer(3, eval_pairs=pairs, eval_every=3, cross_attention=wrong,
+                                                  d_model=16, num_heads=2, d_ff=32)
+    assert used == {"cross_attention": False, "block": False}
+    assert history["step"] == [3] and len(history["loss"]) == 3 and 0 <= history["accuracy"][0] <= 1
+    assert all(m.attend is None for m in model.modules() if isinstance(m, ts.Attention))
+
+
+def test_training_repeats_with_the_same_seed():
+    a = demo.train_transformer(4, seed=1, d_model=16, num_heads=2, d_ff=32)[1]["loss"]
+    b = demo.train_transformer(4, seed=1, d_model=16, num_heads=2, d_ff=32)[1]["loss"]
+    assert a == b
+
+
+def test_reached():
+    history = {"step": [10, 20, 30], "seconds": [1.0, 2.0, 3.0], "accuracy": [0.5, 0.99, 1.0]}
+    assert demo.reached(history, 0.99) == (20, 2.0)
+    assert demo.reached(history, 1.01) == (None, None)
+
+
+def test_warmup_runs_and_summary():
+    runs = demo.warmup_runs(seeds=(0, 1), steps=4, warmup=2, last=2, d_model=16, num_heads=2, num_layers=1, d_ff=32)
+    names = ["post-norm, no warm-up", "post-norm, warm-up", "pre-norm, no warm-up"]
+    assert [n for n in runs if n != "seconds"] == names
+    for name in names:
+        assert runs[name]["curves"].shape == (2, 4) and runs[name]["loss"].shape == (2,)
+        np.testing.assert_allclose(runs[name]["loss"], runs[name]["curves"][:, -2:].mean(1))
+    summary = demo.warmup_summary(runs)
+    assert set(summary["range"]) == set(names)
+
+
+def test_warmup_summary_facts():
+    fake = {"post-norm, no warm-up": {"loss": np.array([1.0, 0.9])},
+            "post-norm, warm-up": {"loss": np.array([0.5, 0.4])},
+            "pre-norm, no warm-up": {"loss": np.array([0.95, 0.3])}, "seconds": 1.0}
+    summary = demo.warmup_summary(fake)
+    assert summary["warm-up helps post-norm on every seed"] is True
+    assert summary["pre-norm without warm-up beats post-norm without, every seed"] is False
+    assert summary["range"]["pre-norm, no warm-up"] == (0.3, 0.95)
