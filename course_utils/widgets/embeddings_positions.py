@@ -14,7 +14,8 @@ from course_utils.training import one_thread
 
 __all__ = [
     "positional_table", "similarity_profile", "offset_similarity", "train_skipgram",
-    "nearest_neighbours", "train_previous_token_scorer", "draw_encoding", "draw_similarity",
+    "nearest_neighbours", "train_previous_token_scorer", "extrapolation_runs", "hits_by_position",
+    "chance_tail", "off_block_share", "position_ranges", "draw_encoding", "draw_similarity", "draw_extrapolation",
 ]
 
 
@@ -91,7 +92,9 @@ def train_previous_token_scorer(kind, d_model=16, train_len=32, total_len=64, st
 
     kind: "sinusoidal" (E fixed, from positional_table) or "learned" (E an nn.Embedding of
     total_len rows, trained along with A; rows >= train_len are never trained).
-    Returns a dict: parameters (of E), train_accuracy, test_accuracy.
+    Returns a dict: parameters (of E), train_accuracy, test_accuracy, and test_correct (a list
+    of bools, one per test position train_len .. total_len - 1: was its pick p - 1?) and
+    off_block_share (`off_block_share` of the trained A).
     """
     with one_thread():
         torch.manual_seed(seed)
@@ -122,11 +125,57 @@ def train_previous_token_scorer(kind, d_model=16, train_len=32, total_len=64, st
             train_pick = (E[queries] @ A @ E[:train_len].T).argmax(dim=-1)
             test_queries = torch.arange(train_len, total_len)
             test_pick = (E[test_queries] @ A @ E.T).argmax(dim=-1)
+    test_correct = test_pick == test_queries - 1
     return {
         "parameters": n_params,
         "train_accuracy": float((train_pick == queries - 1).float().mean()),
-        "test_accuracy": float((test_pick == test_queries - 1).float().mean()),
+        "test_accuracy": float(test_correct.float().mean()),
+        "test_correct": test_correct.tolist(),
+        "off_block_share": off_block_share(A.detach().double().numpy()),
     }
+
+
+def off_block_share(A):
+    """The share of A's squared entries outside its 2 x 2 diagonal blocks: a float in [0, 1].
+
+    The rotation R_k of the sinusoidal encoding is block diagonal (each sine/cosine pair maps
+    only to itself), so for R_k the share is 0; weight off the blocks mixes different pairs.
+    """
+    A = np.asarray(A, dtype=float)
+    on_blocks = sum(np.sum(A[i:i + 2, i:i + 2] ** 2) for i in range(0, A.shape[0], 2))
+    return float(1 - on_blocks / np.sum(A ** 2))
+
+
+def position_ranges(positions):
+    """Sorted integers written as runs: [32, 41, 42, 43, 45] -> "32, 41-43, 45" ("none" if empty)."""
+    positions = sorted(positions)
+    runs = []
+    for p in positions:
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs) or "none"
+
+
+def extrapolation_runs(kinds=("learned", "sinusoidal"), seeds=range(10), **kwargs):
+    """`train_previous_token_scorer` for every kind and seed (other arguments passed on):
+    {kind: [result of seed 0, result of seed 1, ...]} in the order of `seeds`."""
+    return {kind: [train_previous_token_scorer(kind, seed=seed, **kwargs) for seed in seeds] for kind in kinds}
+
+
+def hits_by_position(results):
+    """The fraction of runs that got each test position right: a float array (n_test_positions,),
+    from a list of `train_previous_token_scorer` results."""
+    return np.mean([r["test_correct"] for r in results], axis=0)
+
+
+def chance_tail(hits, trials, p):
+    """P(X <= hits) for X ~ Binomial(trials, p): how often a guesser who is right with
+    probability p on each of `trials` independent tries gets `hits` or fewer right."""
+    from math import comb
+
+    return sum(comb(trials, k) * p ** k * (1 - p) ** (trials - k) for k in range(hits + 1))
 
 
 def draw_encoding(table, ax=None, title=None):
@@ -156,3 +205,50 @@ def draw_similarity(profile, position, ax=None):
     ax.set_ylabel(f"cos(PE[{position}], PE[q])")
     ax.set_title(f"similarity of position {position} to every position")
     return ax
+
+
+def draw_extrapolation(runs, first_test_position, chance=None, exact=None, axes=None):
+    """Two panels for the extrapolation experiment.
+
+    Left: each seed's accuracy on the unseen positions (one dot per seed), the mean (a bar) and
+    the lowest and highest seed (the whisker), per kind. Right: for each unseen position, the
+    fraction of seeds that got it right, per kind. runs: {kind: list of results of
+    `train_previous_token_scorer`}; chance: a horizontal line (the accuracy of a uniform guess);
+    exact: optional list of bools per test position for a solution without training (drawn on
+    the right as a dashed line).
+    """
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(12, 3.8), layout="constrained",
+                               gridspec_kw={"width_ratios": [1, 2.4]})
+    left, right = axes
+    colours = {"learned": "tab:orange", "sinusoidal": "tab:blue"}
+    jitter = np.random.default_rng(0)
+    for i, (kind, results) in enumerate(runs.items()):
+        accuracy = 100 * np.array([r["test_accuracy"] for r in results])
+        colour = colours.get(kind, f"C{i}")
+        left.bar(i, accuracy.mean(), width=0.6, color=colour, alpha=0.35)
+        left.errorbar(i, accuracy.mean(), yerr=[[accuracy.mean() - accuracy.min()], [accuracy.max() - accuracy.mean()]],
+                      color="black", capsize=6, lw=1)
+        left.scatter(i + jitter.uniform(-0.15, 0.15, len(accuracy)), accuracy, color=colour, s=18, zorder=3)
+        positions = first_test_position + np.arange(len(results[0]["test_correct"]))
+        right.plot(positions, 100 * hits_by_position(results), marker="o", ms=4, color=colour,
+                   label=f"{kind}, trained A")
+    if exact is not None:
+        right.plot(positions, 100 * np.asarray(exact, dtype=float), ls="--", color="tab:green",
+                   label="sinusoidal, A = R_-1 (no training)")
+    for ax in axes:
+        if chance is not None:
+            ax.axhline(100 * chance, color="grey", ls=":", lw=1)
+        ax.set_ylim(-4, 104)
+    left.set_xticks(range(len(runs)), labels=list(runs))
+    left.set_ylabel("% of the unseen positions right")
+    left.set_title(f"each dot one seed; bar = mean, whisker = range ({len(next(iter(runs.values())))} seeds)",
+                   fontsize=10)
+    right.set_xlabel("unseen position p (its answer is p - 1)")
+    right.set_ylabel("% of seeds that got it right")
+    right.set_title("which unseen positions are right" + ("" if chance is None else f" (dotted: chance, 1/{round(1 / chance)})"),
+                    fontsize=10)
+    right.legend(fontsize=8, loc="center right")
+    return axes

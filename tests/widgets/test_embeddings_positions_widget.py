@@ -70,6 +70,48 @@ def test_previous_token_scorer_learned_fails_beyond_training():
         demo.train_previous_token_scorer("rotary")
 
 
+def test_test_correct_agrees_with_test_accuracy():
+    result = demo.train_previous_token_scorer("sinusoidal", steps=50, train_len=8, total_len=20)
+    assert len(result["test_correct"]) == 12
+    assert result["test_accuracy"] == pytest.approx(sum(result["test_correct"]) / 12)
+
+
+def test_extrapolation_runs_are_the_single_runs():
+    runs = demo.extrapolation_runs(seeds=[2, 0], steps=20, train_len=8, total_len=16)
+    assert list(runs) == ["learned", "sinusoidal"] and len(runs["learned"]) == 2
+    assert runs["learned"][0] == demo.train_previous_token_scorer("learned", seed=2, steps=20, train_len=8, total_len=16)
+    assert runs["sinusoidal"][1] == demo.train_previous_token_scorer("sinusoidal", seed=0, steps=20, train_len=8,
+                                                                     total_len=16)
+
+
+def test_hits_by_position_averages_over_runs():
+    results = [{"test_correct": [True, False, True]}, {"test_correct": [True, False, False]}]
+    np.testing.assert_allclose(demo.hits_by_position(results), [1.0, 0.0, 0.5])
+
+
+def test_chance_tail_is_the_binomial_distribution():
+    assert demo.chance_tail(0, 32, 1 / 64) == pytest.approx((63 / 64) ** 32)
+    assert demo.chance_tail(1, 2, 0.5) == pytest.approx(0.75)
+    assert demo.chance_tail(10, 10, 0.3) == pytest.approx(1.0)
+    # the learned table's guesses, 4 of 320, are what a 1/64 guesser gets or fewer 44 % of the time
+    assert 0.4 < demo.chance_tail(4, 320, 1 / 64) < 0.5
+
+
+def test_off_block_share():
+    R = relative_rotation(-1, 16, dtype=torch.float64).numpy()
+    assert demo.off_block_share(R) == pytest.approx(0.0, abs=1e-12)
+    A = np.zeros((4, 4))
+    A[0, 0], A[0, 3] = 1.0, 1.0  # one entry on a block, one off
+    assert demo.off_block_share(A) == pytest.approx(0.5)
+    assert demo.off_block_share(np.ones((4, 4))) == pytest.approx(0.5)
+
+
+def test_position_ranges():
+    assert demo.position_ranges([45, 32, 41, 42, 43]) == "32, 41-43, 45"
+    assert demo.position_ranges([7]) == "7"
+    assert demo.position_ranges([]) == "none"
+
+
 def test_training_leaves_the_thread_count_alone():
     before = torch.get_num_threads()
     demo.train_previous_token_scorer("sinusoidal", steps=5)
@@ -78,6 +120,10 @@ def test_training_leaves_the_thread_count_alone():
 
 def test_drawing_runs():
     import matplotlib.pyplot as plt
+
+    runs = demo.extrapolation_runs(seeds=[0, 1], steps=10, train_len=8, total_len=16)
+    left, right = demo.draw_extrapolation(runs, 8, chance=1 / 16, exact=[True] * 8)
+    assert len(right.get_lines()) == 4 and "1/16" in right.get_title()
 
     table = demo.positional_table(16, 8)
     ax = demo.draw_encoding(table)
