@@ -101,4 +101,5 @@ def test_warmup_summary_facts():
     summary = demo.warmup_summary(fake)
     assert summary["warm-up helps post-norm on every seed"] is True
     assert summary["pre-norm without warm-up beats post-norm without, every seed"] is False
+    assert summary["pre-norm without warm-up beats post-norm with warm-up, every seed"] is False
     assert summary["range"]["pre-norm, no warm-up"] == (0.3, 0.95)
