@@ -5,7 +5,16 @@ call. The exercises (patchify, the patch embedding, prepending the class token, 
 are built by the student from matrix products; this module computes the same things its own way
 (the patch embedding as a strided convolution, see notebook 09 for why that is the same thing),
 and the forward pass lives in one function, `run_vit`, which the forward-pass exercise may not
-call (its tests forbid it, and calling `model(images)` goes through it).
+call (its tests forbid it, and calling `model(images)` goes through it). Every library route to
+a ViT's logits goes through `run_vit`, so those tests can tell a student's own forward pass from
+a call into this module.
+
+The ViT the notebook trains is **assembled from the student's answers** (`assemble`): each of
+the four functions is used when it agrees with this module's own computation on the notebook's
+shapes, values and gradients alike, under the rules of its exercise (`check_parts`); a function
+that is missing, unfinished, wrong or breaks a rule is replaced by the library's version. With
+the student's `vit_forward` the model runs it as its forward pass; otherwise `run_vit` runs with
+whichever of the student's patchify, patch embedding and class token passed.
 
 `PreNormBlock` is the pre-norm transformer block of notebook 08, written with
 `torch.nn.MultiheadAttention` so that this notebook does not depend on your answers there.
@@ -20,12 +29,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from course_utils import grading
 from course_utils.data import digits as digit_data
 from course_utils.training import one_thread, progress
 
 __all__ = [
     "PreNormBlock", "TinyViT", "run_vit", "attention_maps", "MLP", "SmallCNN", "make_model",
-    "train_classifier", "predict", "accuracy", "data_fraction_sweep",
+    "train_classifier", "predict", "accuracy", "data_fraction_sweep", "PARTS", "check_parts",
+    "assemble", "describe_parts",
 ]
 
 
@@ -61,11 +72,15 @@ class TinyViT(nn.Module):
     blocks         `depth` pre-norm transformer blocks
     norm           the final LayerNorm
     head           nn.Linear(d_model, num_classes), applied to the class token
+
+    parts       the student's functions this model runs instead of the library's, by name
+                   (see `assemble`); empty for the library's own ViT
     """
 
     def __init__(self, image_size=16, patch_size=4, channels=1, d_model=32, depth=2, num_heads=4,
-                 mlp_ratio=2, num_classes=10):
+                 mlp_ratio=2, num_classes=10, parts=None):
         super().__init__()
+        self.parts = dict(parts or {})
         if image_size % patch_size:
             raise ValueError(f"image_size {image_size} is not divisible by patch_size {patch_size}")
         self.image_size, self.patch_size, self.channels = image_size, patch_size, channels
@@ -84,7 +99,16 @@ class TinyViT(nn.Module):
 
     def forward(self, images):
         """Shape of images: (batch_size, C, H, W). Returns logits (batch_size, num_classes)."""
-        return run_vit(self, images)
+        if not self.parts:
+            return run_vit(self, images)
+        try:
+            return self.parts["vit_forward"](self, images) if "vit_forward" in self.parts else run_vit(self, images)
+        except Exception as error:  # noqa: BLE001 - checked before training; never break the notebook
+            names = ", ".join(sorted(self.parts))
+            self.parts = {}
+            print(f"Your {names} raised {type(error).__name__} on images of shape {tuple(images.shape)}; "
+                  "from here on this model runs the library's forward pass.")
+            return run_vit(self, images)
 
 
 def run_vit(model, images, need_weights=False):
@@ -92,11 +116,21 @@ def run_vit(model, images, need_weights=False):
     weights of every block, each (batch_size, num_heads, N + 1, N + 1), token 0 = class token."""
     d_model = model.patch_embed.out_features
     P, C = model.patch_size, model.channels
-    # A linear map of each P x P patch is a convolution with a P x P kernel and stride P.
-    kernel = model.patch_embed.weight.reshape(d_model, C, P, P)
-    tokens = F.conv2d(images, kernel, model.patch_embed.bias, stride=P).flatten(2).transpose(1, 2)
-    cls = model.cls_token.expand(images.shape[0], -1, -1)
-    x = torch.cat([cls, tokens], dim=1) + model.pos_embedding
+    weight, bias = model.patch_embed.weight, model.patch_embed.bias
+    parts = getattr(model, "parts", {})  # the student's functions that passed `check_parts`
+    if "patch_embedding" in parts:
+        tokens = parts["patch_embedding"](images, weight, bias, P)
+    elif "patchify" in parts:
+        tokens = parts["patchify"](images, P) @ weight.T + bias
+    else:
+        # A linear map of each P x P patch is a convolution with a P x P kernel and stride P.
+        kernel = weight.reshape(d_model, C, P, P)
+        tokens = F.conv2d(images, kernel, bias, stride=P).flatten(2).transpose(1, 2)
+    if "prepend_class_token" in parts:
+        x = parts["prepend_class_token"](tokens, model.cls_token)
+    else:
+        x = torch.cat([model.cls_token.expand(images.shape[0], -1, -1), tokens], dim=1)
+    x = x + model.pos_embedding
     maps = []
     for block in model.blocks:
         if need_weights:
@@ -216,16 +250,19 @@ SETTINGS = {
 
 def data_fraction_sweep(x_train, y_train, x_test, y_test, fractions=(0.1, 0.3, 1.0),
                         kinds=("ViT", "CNN", "MLP"), seed=0, min_steps=150, known=None,
-                        max_steps=None, show_progress=True):
+                        max_steps=None, show_progress=True, vit_parts=None, return_seconds=False):
     """Held-out accuracy of each model trained on a class-balanced fraction of the training set.
 
     Every model sees the same subsets and trains for the same number of passes over its subset
     (at least `min_steps` steps, so that a small subset still gets trained). `known` maps
     (kind, fraction) to an accuracy measured already (e.g. the notebook's own ViT), which is
-    then not trained again. Returns {kind: [accuracy per fraction]}.
+    then not trained again. `vit_parts`: the student's functions the ViTs run (`assemble`).
+    Returns {kind: [accuracy per fraction]}; with `return_seconds` also {(kind, fraction):
+    training seconds} for the runs it trained.
     """
     known = dict(known or {})
     results = {kind: [] for kind in kinds}
+    seconds = {}
     runs = [(kind, f) for kind in kinds for f in fractions if (kind, f) not in known]
     bar = progress(total=len(runs), desc="data-fraction sweep", disable=not show_progress)
     for kind in kinds:
@@ -234,10 +271,203 @@ def data_fraction_sweep(x_train, y_train, x_test, y_test, fractions=(0.1, 0.3, 1
                 results[kind].append(known[(kind, fraction)])
                 continue
             xs, ys = digit_data.subset(x_train, y_train, fraction, seed=seed)
-            model = make_model(kind, seed=seed, image_size=x_train.shape[-1])
-            train_classifier(model, xs, ys, seed=seed, min_steps=min_steps, max_steps=max_steps,
-                             show_progress=False, **SETTINGS[kind])
+            extra = {"parts": vit_parts} if kind == "ViT" and vit_parts else {}
+            model = make_model(kind, seed=seed, image_size=x_train.shape[-1], **extra)
+            run = train_classifier(model, xs, ys, seed=seed, min_steps=min_steps, max_steps=max_steps,
+                                   show_progress=False, **SETTINGS[kind])
+            seconds[(kind, fraction)] = run["seconds"]
             results[kind].append(accuracy(model, x_test, y_test))
             bar.update(1)
     bar.close()
-    return results
+    return (results, seconds) if return_seconds else results
+
+
+# --------------------------------------------------------------------------- the student's parts
+
+# The four functions notebook 09 asks for, in the order it asks for them.
+PARTS = ("patchify", "patch_embedding", "prepend_class_token", "vit_forward")
+
+# What each exercise forbids (its visible tests do too): a function that uses them is not used.
+_FORBIDDEN = {
+    "patchify": grading.UNFOLD_BUILTINS,
+    "patch_embedding": grading.CONV_BUILTINS + grading.UNFOLD_BUILTINS,
+    "prepend_class_token": (),
+    "vit_forward": ("course_utils.models.vit_model:run_vit",),
+}
+
+
+# Where a part is tried: the notebook's model on a batch of 5 images, and one image through a
+# model with 3 channels and 2 x 2 patches, on which every layout mistake (patch order, channel
+# order) shows.
+_TRIALS = ((None, 5), ({"image_size": 6, "patch_size": 2, "channels": 3, "d_model": 12, "depth": 1,
+                        "num_heads": 2, "num_classes": 4}, 1))
+
+
+def _inputs(config, batch, g):
+    """A TinyViT of `config` whose every weight is redrawn at scale 0.5 (so that the class token,
+    each position and each bias matter), and `batch` images of its size, in float32 as trained."""
+    model = TinyViT(**config)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(0.5 * torch.randn(p.shape, generator=g))
+    images = torch.rand(batch, model.channels, model.image_size, model.image_size, generator=g)
+    return model, images
+
+
+def _library(name, model, images):
+    """The library's own computation of one part for `model` and `images`: (args, result)."""
+    P, C = model.patch_size, model.channels
+    weight, bias = model.patch_embed.weight, model.patch_embed.bias
+    if name == "patchify":
+        return (images, P), F.unfold(images, P, stride=P).transpose(1, 2)
+    tokens = F.conv2d(images, weight.reshape(-1, C, P, P), bias, stride=P).flatten(2).transpose(1, 2)
+    if name == "patch_embedding":
+        return (images, weight, bias, P), tokens
+    if name == "prepend_class_token":
+        return (tokens, model.cls_token), torch.cat([model.cls_token.expand(len(tokens), -1, -1), tokens], 1)
+    return (model, images), run_vit(model, images)
+
+
+def _same(got, expected, tol=1e-4):
+    """Equal up to float32 round-off (a matrix product and a convolution add in other orders)."""
+    return (isinstance(got, torch.Tensor) and got.shape == expected.shape and got.dtype == expected.dtype
+            and bool(torch.allclose(got, expected, rtol=tol, atol=tol)))
+
+
+def _check_one(name, fn, config):
+    """None if `fn` computes part `name` as the library does (values and gradients, on each of
+    _TRIALS, under its exercise's rules), else the reason in a few words."""
+    if fn is None:
+        return "is not defined"
+    if not callable(fn):
+        return "is not a function"
+    g = torch.Generator().manual_seed(9)
+    for trial_config, batch in _TRIALS:
+        model, images = _inputs(trial_config or config, batch, g)
+        args, expected = _library(name, model, images)
+        inputs = [a for a in args if isinstance(a, torch.Tensor)] + list(model.parameters())
+        before = [a.detach().clone() for a in inputs]
+        try:
+            got = grading.call_without(fn, args, forbidden=_FORBIDDEN[name], exercise="its exercise")
+        except grading.TamperError:
+            return "runs in a notebook that replaced a function the checks rely on"
+        except grading.GradingError as error:
+            if "off limits" in str(error):
+                return "uses a function its exercise forbids"
+            try:  # it raised: which error, in the student's words
+                fn(*args)
+            except Exception as raised:  # noqa: BLE001
+                return f"raises {type(raised).__name__}"
+            return "raises an error"
+        except Exception as error:  # noqa: BLE001 - e.g. the tamper guard
+            return f"raises {type(error).__name__}"
+        if any(not torch.equal(a, b) for a, b in zip(inputs, before)):
+            return "changes its input (or the model's weights) in place"
+        if not _same(got, expected):
+            return "gives other numbers than the library's"
+        # The same gradients: training must reach every weight as the library's model does.
+        leaves = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        if name == "prepend_class_token":
+            leaves = list(args)
+        if name == "vit_forward":
+            leaves = list(model.parameters())
+        if name == "patchify":
+            continue  # the images need no gradient
+        upstream = torch.randn(expected.shape, generator=g, dtype=expected.dtype)
+        try:
+            theirs = torch.autograd.grad((got * upstream).sum(), leaves, allow_unused=True)
+        except RuntimeError:
+            return "gives the right numbers but no gradient"
+        ours = torch.autograd.grad((expected * upstream).sum(), leaves, allow_unused=True)
+        for a, b in zip(theirs, ours):
+            if a is None or b is None or not _same(a, b):
+                return "gives the right numbers but other gradients than the library's"
+    return None
+
+
+def check_parts(config=None, **functions):
+    """For each of PARTS: None if the function given under that name (e.g. the notebook's own
+    `patchify`) can stand in for the library's in a TinyViT of `config` (default: the notebook's),
+    else why not, in a few words. A part not given is "not defined".
+
+    A function stands in when its result equals the library's in value and kind and its
+    gradients do too (random weights at scale 0.5; a batch of 5 for `config`, one image through a
+    model with 3 channels), it leaves its inputs alone, and it calls nothing its exercise forbids
+    (F.unfold for patchify, a convolution for the patch embedding, the library's forward pass
+    for vit_forward). Runs without touching the global random numbers.
+    """
+    unknown = set(functions) - set(PARTS)
+    if unknown:
+        raise TypeError(f"unknown parts {sorted(unknown)}; the parts are {PARTS}")
+    config = dict(config or {})
+    config.pop("parts", None)
+    with torch.random.fork_rng(), one_thread():
+        return {name: _check_one(name, functions.get(name), config) for name in PARTS}
+
+
+def _calls(fn, name, functions):
+    """Whether `fn` names the function given as `name` among its globals (under any name)."""
+    code = getattr(fn, "__code__", None)
+    if code is None or functions.get(name) is None:
+        return False
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= set(const.co_names)
+    scope = getattr(fn, "__globals__", {})
+    return any(scope.get(n) is functions[name] for n in names)
+
+
+def _used_by(name, functions, seen=()):
+    """The parts that the function given as `name` calls, directly or through another one."""
+    found = []
+    for other in PARTS:
+        if other != name and other not in seen and functions.get(other) is not None \
+                and _calls(functions[name], other, functions):
+            found += [other] + _used_by(other, functions, seen + (name,))
+    return [p for p in PARTS if p in found]
+
+
+def _join(items):
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _listing(names):
+    return _join(f"`{n}`" for n in names)
+
+
+def describe_parts(checks, functions=None):
+    """One sentence: which ViT the notebook trains (the student's, a mix, or the library's) and
+    why, from `check_parts`' answer (and the functions, to say which ones `vit_forward` calls)."""
+    functions = functions or {}
+    passed = [name for name in PARTS if checks[name] is None]
+    failed = [name for name in PARTS if checks[name] is not None]
+    reasons = _join(f"your `{name}` {checks[name]}" for name in failed) if failed else ""
+    if "vit_forward" in passed:
+        inside = _used_by("vit_forward", functions)
+        with_ = f" (with your {_listing(inside)} inside it)" if inside else ""
+        sentence = (f"The ViT below trains your own code: your `vit_forward`{with_} runs every forward pass, "
+                    "because it gives the library model's logits and gradients for the same weights")
+        return sentence + (f" ({reasons})." if failed else ".")
+    if not passed:
+        if all(checks[name] == "raises NotImplementedError" for name in PARTS):
+            return ("The ViT below is the library's TinyViT, because none of your four functions is written "
+                    "yet (they raise NotImplementedError): answer exercises 1-4 and run this cell again "
+                    "to train your own.")
+        if all(checks[name] in ("raises NotImplementedError", "is not defined") for name in PARTS):
+            return ("The ViT below is the library's TinyViT, because none of your four functions is written "
+                    "and run yet: answer exercises 1-4, run their cells and then this one to train your own.")
+        return f"The ViT below is the library's TinyViT, because none of your functions can stand in for it: {reasons}."
+    return (f"The ViT below runs the library's forward pass with your {_listing(passed)} in it, and the library's "
+            f"own steps for the rest, because {reasons}.")
+
+
+def assemble(seed=0, checks=None, config=None, **functions):
+    """A fresh TinyViT (initialised as `make_model("ViT", seed)`) that runs the student's functions
+    where they pass `check_parts`, else the library's. Returns (model, checks); pass `checks`
+    back in to build more models from the same functions without checking them again."""
+    if checks is None:
+        checks = check_parts(config=config, **functions)
+    parts = {name: functions[name] for name in PARTS if checks[name] is None}
+    return make_model("ViT", seed=seed, parts=parts, **dict(config or {})), checks

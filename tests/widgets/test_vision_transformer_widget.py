@@ -118,3 +118,172 @@ def test_figures_draw(model, data):
     (line,) = ax3.get_lines()
     assert np.allclose(line.get_ydata(), [75.0, 98.0]) and len(ax3.collections) == 2
     plt.close("all")
+
+
+# --------------------------------------------------------------------------- the student's ViT
+# Answers written as a student writes them (module-level functions calling each other by name),
+# not the reference's, so that the checks meet what a notebook gives them.
+
+def student_patchify(images, patch_size):
+    B, C, H, W = images.shape
+    P = patch_size
+    x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 1, 3, 5)
+    return x.reshape(B, (H // P) * (W // P), C * P * P)
+
+
+def student_patch_embedding(images, weight, bias, patch_size):
+    return student_patchify(images, patch_size) @ weight.T + bias
+
+
+def student_prepend_class_token(tokens, cls_token):
+    return torch.cat([cls_token.expand(tokens.shape[0], -1, -1), tokens], dim=1)
+
+
+def student_vit_forward(model, images):
+    x = student_patch_embedding(images, model.patch_embed.weight, model.patch_embed.bias, model.patch_size)
+    x = student_prepend_class_token(x, model.cls_token) + model.pos_embedding
+    for block in model.blocks:
+        x = block(x)
+    return model.head(model.norm(x)[:, 0])
+
+
+STUDENT = {"patchify": student_patchify, "patch_embedding": student_patch_embedding,
+           "prepend_class_token": student_prepend_class_token, "vit_forward": student_vit_forward}
+
+
+def _stub(*args, **kwargs):
+    raise NotImplementedError()
+
+
+def test_check_parts_accepts_correct_answers_and_says_whose_vit_trains():
+    checks = vit_model.check_parts(**STUDENT)
+    assert checks == {name: None for name in vit_model.PARTS}
+    sentence = vit_model.describe_parts(checks, STUDENT)
+    assert sentence.startswith("The ViT below trains your own code: your `vit_forward`")
+    # Which of the student's functions the forward pass calls is read from the code, not assumed.
+    assert "`patchify`, `patch_embedding` and `prepend_class_token` inside it" in sentence
+    inlined = vit_model.describe_parts(checks, dict(STUDENT, vit_forward=reference.vit_forward))
+    assert "inside it" not in inlined
+
+
+@pytest.mark.parametrize("grade_id", ["vision_transformer_patchify", "vision_transformer_patch_embedding",
+                                      "vision_transformer_class_token", "vision_transformer_forward"])
+def test_every_alternative_is_accepted_and_every_catalogued_mistake_refused(grade_id):
+    from course_utils.reference.mistakes import vision_transformer as mistakes
+    from tests.exercises.alternatives_vision_transformer import ALTERNATIVES
+
+    exercise = mistakes.EXERCISES[grade_id]
+    name = exercise.function_name
+    for alternative in ALTERNATIVES[grade_id]:
+        assert vit_model.check_parts(**{name: alternative})[name] is None, alternative.__name__
+    for mistake in exercise.mistakes:
+        assert vit_model.check_parts(**{name: mistake.compute})[name] is not None, mistake.name
+
+
+def test_stubs_give_the_library_vit_and_say_why():
+    stubs = {name: _stub for name in vit_model.PARTS}
+    model, checks = vit_model.assemble(seed=3, **stubs)
+    assert set(checks.values()) == {"raises NotImplementedError"} and model.parts == {}
+    assert "library's TinyViT" in vit_model.describe_parts(checks, stubs)
+    assert "written and run yet" in vit_model.describe_parts(vit_model.check_parts())  # nothing defined
+    library = vit_model.make_model("ViT", seed=3)
+    images = torch.rand(2, 1, 16, 16)
+    torch.testing.assert_close(model(images), library(images))
+
+
+def test_checks_see_gradients_rules_and_side_effects():
+    def detached_class_token(tokens, cls_token):  # right numbers, a class token that never learns
+        return torch.cat([cls_token.detach().expand(tokens.shape[0], -1, -1), tokens], dim=1)
+
+    def forward_through_the_library(model, images):
+        return model(images)
+
+    def unfolding(images, patch_size):
+        return torch.nn.functional.unfold(images, patch_size, stride=patch_size).transpose(1, 2)
+
+    def in_place(tokens, cls_token):
+        tokens.mul_(1.0)
+        tokens.add_(1.0)
+        return torch.cat([cls_token.expand(tokens.shape[0], -1, -1), tokens - 1.0], dim=1)
+
+    checks = vit_model.check_parts(prepend_class_token=detached_class_token, vit_forward=forward_through_the_library,
+                                   patchify=unfolding)
+    assert checks["prepend_class_token"] == "gives the right numbers but other gradients than the library's"
+    assert checks["vit_forward"] == checks["patchify"] == "uses a function its exercise forbids"
+    assert vit_model.check_parts(prepend_class_token=in_place)["prepend_class_token"] == \
+        "changes its input (or the model's weights) in place"
+
+
+def test_check_parts_leaves_the_global_random_numbers_alone():
+    state = torch.random.get_rng_state()
+    vit_model.check_parts(**STUDENT)
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_the_assembled_vit_runs_the_students_code_and_trains_as_the_library_does(data):
+    calls = []
+
+    def counted_forward(model, images):
+        calls.append(len(images))
+        return student_vit_forward(model, images)
+
+    parts = dict(STUDENT, vit_forward=counted_forward)
+    model, checks = vit_model.assemble(seed=1, **parts)
+    assert set(model.parts) == set(vit_model.PARTS)
+    calls.clear()
+    x, y = data[0][:200], data[1][:200]
+    ours = vit_model.train_classifier(model, x, y, epochs=2, seed=1, show_progress=False)["losses"]
+    assert len(calls) == len(ours) == 8  # every training step went through the student's forward pass
+    theirs = vit_model.train_classifier(vit_model.make_model("ViT", seed=1), x, y, epochs=2, seed=1,
+                                        show_progress=False)["losses"]
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4)
+    # The attention maps read from the same model, through the student's embedding and class token.
+    assert vit_model.attention_maps(model, x[:2]).shape == (2, 2, 4, 17, 17)
+
+
+def test_a_mix_runs_the_library_forward_pass_with_the_students_parts(data):
+    calls = []
+
+    def counted_patchify(images, patch_size):
+        calls.append(patch_size)
+        return student_patchify(images, patch_size)
+
+    parts = {"patchify": counted_patchify, "patch_embedding": _stub, "prepend_class_token": student_prepend_class_token,
+             "vit_forward": _stub}
+    model, checks = vit_model.assemble(seed=2, **parts)
+    assert set(model.parts) == {"patchify", "prepend_class_token"}
+    sentence = vit_model.describe_parts(checks, parts)
+    assert sentence.startswith("The ViT below runs the library's forward pass with your `patchify` and "
+                               "`prepend_class_token` in it") and "`patch_embedding` raises NotImplementedError" in sentence
+    calls.clear()
+    images = data[2][:4]
+    with torch.no_grad():
+        torch.testing.assert_close(model(images), vit_model.make_model("ViT", seed=2)(images), atol=1e-5, rtol=1e-4)
+    assert calls == [4]
+
+
+def test_a_function_that_breaks_during_training_never_breaks_the_notebook(data, capsys):
+    def fragile_forward(model, images):
+        if len(images) > 5:  # passes the checks (5 images and 1), fails on a training batch
+            raise RuntimeError("boom")
+        return student_vit_forward(model, images)
+
+    model, checks = vit_model.assemble(seed=0, **dict(STUDENT, vit_forward=fragile_forward))
+    assert checks["vit_forward"] is None
+    run = vit_model.train_classifier(model, data[0][:128], data[1][:128], epochs=1, show_progress=False)
+    assert run["steps"] == 2 and model.parts == {}
+    assert "raised RuntimeError" in capsys.readouterr().out
+
+
+def test_the_sweep_trains_the_students_vit(data):
+    calls = []
+
+    def counted_forward(model, images):
+        calls.append(1)
+        return student_vit_forward(model, images)
+
+    x_train, y_train, x_test, y_test = data
+    results, seconds = vit_model.data_fraction_sweep(
+        x_train, y_train, x_test[:20], y_test[:20], fractions=(0.1,), kinds=("ViT",), max_steps=2,
+        show_progress=False, vit_parts={"vit_forward": counted_forward}, return_seconds=True)
+    assert len(results["ViT"]) == 1 and set(seconds) == {("ViT", 0.1)} and len(calls) >= 2
