@@ -7,6 +7,12 @@ import re
 import nbformat
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+# Notebooks train briefly when NBGRADER_EXECUTION is set, as `nbgrader validate` and autograde set it.
+# nbval runs every notebook at full length (twice, on two CPUs' kernels) and checks its outputs; the
+# tests that only need a notebook to *run* somewhere else (from the student bundle, in a browser) run
+# the same code with this set, so that they do not train every model twice more.
+SHORT_RUN_ENV = {"NBGRADER_EXECUTION": "validate"}
 SOLUTIONS = ROOT / "solutions"
 RELEASE = ROOT / "notebooks"
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)

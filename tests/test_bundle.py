@@ -14,7 +14,7 @@ from nbclient import NotebookClient
 
 from scripts import bundle
 from tests.browser.lab import fill_answers
-from tests.notebook_cells import ROOT
+from tests.notebook_cells import ROOT, SHORT_RUN_ENV
 
 FORBIDDEN_PATHS = ("solutions/", "course_utils/reference/", "tests/", "autograder/", "gradebook")
 
@@ -79,7 +79,8 @@ def test_answered_notebook_runs_without_the_reference(unpacked, notebook):
     fill_answers(path, ROOT / "solutions" / notebook, path)
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(WHERE_FROM.format(root=str(root))))
-    env = dict(os.environ, PYTHONPATH=str(root))  # the bundle's course_utils, not the instructor's
+    # the bundle's course_utils, not the instructor's; short training (nbval runs the full length)
+    env = dict(os.environ, PYTHONPATH=str(root), **SHORT_RUN_ENV)
     client = NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
                             resources={"metadata": {"path": str(path.parent)}})
     client.km = client.create_kernel_manager()

@@ -17,6 +17,8 @@ import urllib.request
 
 import nbformat
 
+from tests.notebook_cells import SHORT_RUN_ENV
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -59,8 +61,9 @@ def jupyterlab(root, workdir):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
     port = free_port()
+    # Kernels inherit the server's environment: short training (nbval runs the full length).
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(workdir / "lab-workspaces"))
+               JUPYTERLAB_WORKSPACES_DIR=str(workdir / "lab-workspaces"), **SHORT_RUN_ENV)
     log = open(workdir / "jupyterlab.log", "w")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
