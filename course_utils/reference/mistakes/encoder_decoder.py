@@ -48,7 +48,10 @@ TRANSFORMER_BUILTINS = (
 )
 # The course model's own parts that compute an answer (its Attention layer is the tool the
 # block exercise builds with, so only the cross-attention exercise forbids it).
-MODEL_PARTS = tuple(name for name in library.FORBIDDEN if not name.endswith(":Attention"))
+# residual_sublayers runs every layer of a course model, so the exercises that call a model allow
+# it; the block exercise forbids it: a subclass of the model's DecoderLayer would run it.
+MODEL_PARTS = tuple(name for name in library.FORBIDDEN if not name.endswith(":Attention")) + (
+    "course_utils.models.transformer_seq2seq:residual_sublayers",)
 
 # The prediction's visible test can only check that the answer is a positive whole number: the
 # number itself is the question.
