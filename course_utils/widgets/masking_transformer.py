@@ -1,11 +1,13 @@
 """Notebook 08 (masking and the transformer block): the computations behind its demos and
 widget, and the figures that draw them.
 
-Everything here uses PyTorch's own layers (`torch.nn.TransformerEncoderLayer`,
-`course_utils.models.tiny_lm.CharLM`), never the course's reference or the student's answers, and is
-seeded: the same arguments give the same numbers. Training and sampling run on one CPU thread
-(restored afterwards), which for models this small is the fastest and makes the numbers the
-same on every machine.
+Everything here uses PyTorch's own layers (`torch.nn.TransformerEncoderLayer`) and
+`course_utils.models.tiny_lm.CharLM`, never the course's reference. The language model is built
+from the student's block, mask and softmax only when `tiny_lm.choose_parts` found that they pass
+their checks (PyTorch's otherwise), and the functions that read it (samples, attention maps, head
+roles) work on either. Everything is seeded: the same arguments give the same numbers.
+Training and sampling run on one CPU thread (restored afterwards), which for models this small
+is the fastest and makes the numbers the same however many cores there are.
 """
 
 import matplotlib.pyplot as plt
@@ -14,23 +16,45 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.models.tiny_lm import CharLM
-from course_utils.training import LMRun, held_out_loss, one_thread, train_next_char
+from course_utils.models.tiny_lm import CharLM, LMParts
+from course_utils.training import LMRun, held_out_loss, one_thread, text_batch, train_next_char
 
 __all__ = [
-    "LMRun", "train_char_lm", "held_out_loss", "next_char_probabilities", "generate",
-    "future_leak", "gradient_norms_by_layer", "draw_gradient_norms", "draw_masks",
-    "draw_next_char", "draw_losses",
+    "LMRun", "train_char_lm", "held_out_loss", "next_char_probabilities", "generate", "future_leak",
+    "next_char_entropy", "attention_maps", "head_roles", "draw_head_offsets", "draw_attention",
+    "gradient_norms_by_layer", "top_layer_gradients", "draw_gradient_norms", "draw_masks", "draw_next_char",
+    "draw_losses",
 ]
 
 
 def train_char_lm(steps=300, context=32, batch_size=32, d_model=64, num_heads=4, num_layers=2,
-                  d_ff=128, lr=3e-3, seed=0, text=None, progress=None):
+                  d_ff=128, lr=3e-3, seed=0, text=None, progress=None, parts=None):
     """Train a `CharLM` with Adam to predict the next character of the course's text (the last
-    10% held out). `progress`, if given, wraps the range of steps (e.g. a tqdm bar).
-    Returns an `LMRun`. The same arguments always give the same model and losses."""
-    return train_next_char(lambda vocab_size: CharLM(vocab_size, context, d_model, num_heads, num_layers, d_ff),
-                           steps, context, batch_size, lr, seed=seed, text=text, progress=progress)
+    10% held out). `parts` (from `course_utils.models.tiny_lm.choose_parts`; default PyTorch's
+    only) says whose blocks, softmax and mask it is built from. `progress`, if given, wraps the
+    range of steps (e.g. a tqdm bar).
+
+    Returns an `LMRun` whose `parts` are the parts it was trained with. If the student's parts
+    raise or make the loss nan while training, the model is trained again from PyTorch's parts,
+    and `parts.reasons` says why. The same arguments always give the same model and losses."""
+    parts = parts if parts is not None else LMParts()
+
+    def train_with(parts):
+        run = train_next_char(lambda vocab_size: CharLM(vocab_size, context, d_model, num_heads, num_layers,
+                                                        d_ff, parts=parts),
+                              steps, context, batch_size, lr, seed=seed, text=text, progress=progress)
+        if not np.isfinite(run.losses).all():
+            raise FloatingPointError("the training loss became nan")
+        run.parts = parts
+        return run
+
+    if not parts.yours:
+        return train_with(parts)
+    try:
+        return train_with(parts)
+    except Exception as error:  # the student's code failed in training: say so, train PyTorch's instead
+        return train_with(parts.without_student_code(f"failed in training ({type(error).__name__}: "
+                                                     f"{str(error)[:80]})"))
 
 
 def _prompt_ids(run, prompt):
@@ -79,6 +103,28 @@ def generate(run, prompt, n_chars=80, temperature=1.0, seed=0):
 
 @one_thread()
 @torch.no_grad()
+def next_char_entropy(run, temperatures, n_windows=32, seed=0):
+    """The mean entropy, in bits, of the next-character distribution softmax(logits / temperature)
+    over every position of `n_windows` held-out windows, one number per temperature (0 for
+    temperature 0, which always takes the most likely character). A uniform guess over the
+    vocabulary has log2(len(vocab)) bits. Returns a 1-D NumPy array."""
+    generator = torch.Generator().manual_seed(seed)
+    x, _ = text_batch(run.held_out_ids, n_windows, run.model.context, generator)
+    logits = run.model(x).double()
+    out = []
+    for temperature in temperatures:
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if temperature == 0:
+            out.append(0.0)
+            continue
+        log_p = torch.log_softmax(logits / temperature, dim=-1)
+        out.append(float(-(log_p.exp() * log_p).sum(-1).mean() / np.log(2)))
+    return np.array(out)
+
+
+@one_thread()
+@torch.no_grad()
 def future_leak(run, text, t, seed=0):
     """Replace every character after position t of `text` by random ones and return the largest
     change of the model's logits at positions 0..t (0.0 for a causal model) and after t."""
@@ -89,6 +135,142 @@ def future_leak(run, text, t, seed=0):
     a, b = run.model(ids[None])[0], run.model(changed[None])[0]
     diff = (a - b).abs()
     return float(diff[: t + 1].max()), float(diff[t + 1:].max()) if t + 1 < len(ids) else 0.0
+
+
+# --------------------------------------------------------------------------- attention maps
+
+def _attention_weights(model, ids):
+    """The attention weights of every head of every block of a `CharLM` on token ids (B, T),
+    read while the model runs: a hook catches what each block hands its attention (the normalised
+    stream and the mask), and the weights are recomputed from it with the attention's own W_Q
+    and W_K. Returns a tensor (num_layers, B, num_heads, T, T), rows = queries."""
+    caught = []
+
+    def catch(module, args, kwargs):
+        if isinstance(module, nn.MultiheadAttention):  # PyTorch's layer: mask True/-inf = blocked
+            blocked = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+            allowed = None if blocked is None else (~blocked if blocked.dtype == torch.bool else blocked == 0)
+        else:  # the course's MaskedSelfAttention, called as attn(h, mask): True = may attend
+            allowed = kwargs.get("mask", args[1] if len(args) > 1 else None)
+        caught.append((module, args[0], allowed))
+
+    attentions = [block.self_attn if isinstance(block, nn.TransformerEncoderLayer) else block.attn
+                  for block in model.blocks]
+    hooks = [attention.register_forward_pre_hook(catch, with_kwargs=True) for attention in attentions]
+    was_training = model.training
+    model.train()  # PyTorch's layer skips its attention module on its fused inference path
+    try:
+        model(ids)
+    finally:
+        model.train(was_training)
+        for hook in hooks:
+            hook.remove()
+    if [module for module, _, _ in caught] != attentions:
+        raise ValueError("could not read the attention of every block: does each block call its attention once?")
+    maps = []
+    for module, h, allowed in caught:
+        if isinstance(module, nn.MultiheadAttention):
+            num_heads, d_model = module.num_heads, module.embed_dim
+            q, k, _ = F.linear(h, module.in_proj_weight, module.in_proj_bias).chunk(3, dim=-1)
+        else:
+            num_heads, d_model = module.num_heads, h.shape[-1]
+            q, k = module.q_proj(h), module.k_proj(h)
+        B, T, _ = h.shape
+        q = q.reshape(B, T, num_heads, -1).transpose(1, 2)
+        k = k.reshape(B, T, num_heads, -1).transpose(1, 2)
+        scores = q @ k.transpose(-2, -1) / np.sqrt(d_model // num_heads)
+        if allowed is not None:
+            scores = scores.masked_fill(~(allowed.unsqueeze(1) if allowed.dim() == 3 else allowed), float("-inf"))
+        maps.append(torch.softmax(scores, dim=-1))
+    return torch.stack(maps)
+
+
+@one_thread()
+@torch.no_grad()
+def attention_maps(run, text):
+    """What every head of the trained model attends to on `text` (lower-cased, unknown characters
+    dropped, the last `context` characters kept).
+
+    Returns {"chars": the characters (list of str), "weights": NumPy array (num_layers,
+    num_heads, T, T)}: weights[l, h, i, j] is how much head h of block l (0 = next to the input),
+    at character i, attends to character j; each row sums to 1, and is 0 right of the diagonal."""
+    ids = _prompt_ids(run, text)[-run.model.context:]
+    return {"chars": list(run.vocab.decode(ids.tolist())),
+            "weights": _attention_weights(run.model, ids[None])[:, 0].numpy()}
+
+
+def _roles(w, max_offset):
+    """Measures of attention weights w (..., T, T), averaged over the queries: the weight on the
+    query's own character, on the one before it, the mean distance back, and the weight at each
+    distance back 0..max_offset (each averaged over the queries that have a key that far back)."""
+    T = w.shape[-1]
+    back = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).clamp(min=0).to(w.dtype)
+    by_offset = torch.stack([w.diagonal(offset=-k, dim1=-2, dim2=-1).mean(-1) for k in range(max_offset + 1)], -1)
+    return {"itself": by_offset[..., 0], "previous": by_offset[..., 1],
+            "distance": (w * back).sum(-1).mean(-1), "by_offset": by_offset}
+
+
+@one_thread()
+@torch.no_grad()
+def head_roles(run, n_windows=64, seed=0, max_offset=12):
+    """Measured, on `n_windows` windows of the held-out text, what each head does: the mean over
+    the queries of the weight it gives to the character itself ("itself"), to the character just
+    before it ("previous"), how far back its weight lies on average ("distance": sum_j w_ij (i - j),
+    in characters), and its weight at each distance back 0..max_offset ("by_offset").
+
+    Returns a dict of NumPy arrays of shape (num_layers, num_heads) ("by_offset": (num_layers,
+    num_heads, max_offset + 1)), and under "uniform" the same measures for a head that spreads its
+    weight evenly over every character it may see, the baseline to read them against (floats, and
+    an array for "by_offset"). The same arguments give the same numbers."""
+    generator = torch.Generator().manual_seed(seed)
+    x, _ = text_batch(run.held_out_ids, n_windows, run.model.context, generator)
+    measured = {name: value.mean(1).numpy()
+                for name, value in _roles(_attention_weights(run.model, x), max_offset).items()}
+    T = x.shape[1]
+    even = torch.ones(T, T).tril()
+    uniform = _roles(even / even.sum(-1, keepdim=True), max_offset)
+    measured["uniform"] = {name: value.numpy() if name == "by_offset" else float(value) for name, value in uniform.items()}
+    return measured
+
+
+def draw_head_offsets(roles, axes=None):
+    """One panel per block: each head's mean attention weight against how far back the key is
+    (0 = the query's own character), from `head_roles`, with the even spread for reference."""
+    by_offset = roles["by_offset"]
+    num_layers, num_heads, n = by_offset.shape
+    if axes is None:
+        _, axes = plt.subplots(1, num_layers, figsize=(4.5 * num_layers, 3.2), layout="constrained", sharey=True)
+    axes = np.atleast_1d(axes)
+    offsets = np.arange(n)
+    for block, ax in enumerate(axes):
+        for head in range(num_heads):
+            ax.plot(offsets, by_offset[block, head], "o-", label=f"head {head + 1}")
+        ax.plot(offsets, roles["uniform"]["by_offset"], ":", color="grey", label="even spread")
+        ax.set_title(f"block {block + 1}")
+        ax.set_xlabel("how far back the key is (characters)")
+        ax.set_xticks(offsets)
+        ax.set_ylim(0, 1)
+        ax.legend()
+    axes[0].set_ylabel("mean attention weight")
+    return axes
+
+
+def draw_attention(maps, layer, head, ax=None):
+    """One head's attention over the characters (from `attention_maps`): rows are the characters
+    that look (queries), columns the characters they look at (keys); a space is shown as '␣'."""
+    weights = maps["weights"][layer, head]
+    labels = ["␣" if c == " " else c for c in maps["chars"]]
+    if ax is None:
+        size = 2.0 + 0.22 * len(labels)
+        _, ax = plt.subplots(figsize=(size + 1.0, size), layout="constrained")
+    image = ax.imshow(weights, cmap="viridis", vmin=0, vmax=1)
+    ax.set_xticks(range(len(labels)), labels=labels, fontsize=8)
+    ax.set_yticks(range(len(labels)), labels=labels, fontsize=8)
+    ax.set_xlabel("key: the character attended to")
+    ax.set_ylabel("query: the character looking")
+    ax.set_title(f"block {layer + 1}, head {head + 1}")
+    ax.figure.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
+    return ax
 
 
 @one_thread()

@@ -10,7 +10,7 @@ from torch import nn
 from course_utils.data.text import Vocabulary, make_text
 from course_utils.reference import MultiHeadAttention, causal_mask, padding_mask
 from course_utils.reference.masking_transformer import TransformerBlock, masked_softmax
-from course_utils.models.tiny_lm import CharLM, MaskedSelfAttention
+from course_utils.models.tiny_lm import CharLM, MaskedSelfAttention, choose_parts
 from course_utils.widgets import masking_transformer as demo
 
 matplotlib.use("Agg")
@@ -135,3 +135,178 @@ def test_top_layer_gradients_by_depth_are_repeatable_and_shaped():
     direct = demo.gradient_norms_by_layer(False, num_layers=3, seed=1, d_model=16, d_ff=32, T=8, batch_size=4)
     assert a["post"][1, 1] == direct["grad"][-1]
 
+
+
+# --------------------------------------------------------------------------- the model from the student's parts
+# The student's parts are stood in for by the reference (instructor side: this test file is not shipped) and by
+# self-contained wrong answers; `choose_parts` must take the right ones, refuse the wrong ones with a reason, and
+# never raise.
+
+def _block_on_masked_self_attention():
+    """The reference block, with the provided MaskedSelfAttention inside (as the exercise asks)."""
+
+    class Block(TransformerBlock):
+        def __init__(self, d_model, num_heads, d_ff, norm_first=True):
+            super().__init__(d_model, num_heads, d_ff, norm_first)
+            self.attn = MaskedSelfAttention(d_model, num_heads)
+
+        def _attend(self, x, mask):
+            return self.attn(x, mask)
+
+    return Block
+
+
+def _not_written(*args, **kwargs):
+    raise NotImplementedError()
+
+
+class _NotWrittenBlock(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=True):
+        super().__init__()
+        raise NotImplementedError()
+
+
+class _AlwaysPreNorm(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=True):
+        super().__init__()
+        self.attn = MaskedSelfAttention(d_model, num_heads)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, x, mask=None):
+        x = x + self.attn(self.norm1(x), mask)
+        return x + self.mlp(self.norm2(x))
+
+
+YOURS = dict(causal_mask=causal_mask, masked_softmax=masked_softmax, block=_block_on_masked_self_attention())
+SMALL = dict(steps=30, context=16, batch_size=8, d_model=16, num_heads=2, d_ff=32, lr=5e-3)
+
+
+def test_correct_parts_are_all_used_and_said_so():
+    parts = choose_parts(**YOURS)
+    assert parts.yours == ["TransformerBlock", "masked_softmax", "causal_mask"] and parts.reasons == {}
+    assert parts.sentence.startswith("This model trains with YOUR TransformerBlock, YOUR masked_softmax and YOUR causal_mask")
+    model = CharLM(28, context=8, d_model=16, num_heads=2, num_layers=2, d_ff=32, parts=parts)
+    assert all(isinstance(block, YOURS["block"]) and block.attn.masked_softmax is masked_softmax for block in model.blocks)
+
+
+@pytest.mark.parametrize("name, wrong, reason", [
+    ("causal_mask", lambda T: torch.ones(T, T, dtype=torch.bool).triu(), "not True exactly on and below"),
+    ("causal_mask", lambda T: torch.ones(T, T).tril(), "not a boolean tensor"),
+    ("masked_softmax", lambda s, m: s.masked_fill(~m, -1e9).exp() / s.masked_fill(~m, -1e9).exp().sum(-1, keepdim=True),
+     "overflow"),
+    ("masked_softmax", lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), -1).nan_to_num(), "torch.softmax"),
+    ("block", _AlwaysPreNorm, "post-norm output"),
+    ("block", _NotWrittenBlock, "not written yet"),
+    ("masked_softmax", _not_written, "not written yet"),
+    ("causal_mask", None, "is not defined"),
+])
+def test_a_part_that_fails_its_checks_is_replaced_with_a_reason(name, wrong, reason):
+    parts = choose_parts(**{**YOURS, name: wrong})
+    label = "TransformerBlock" if name == "block" else name
+    assert label not in parts.yours and reason in parts.reasons[label]
+    assert reason in parts.sentence and "YOUR " + label not in parts.sentence
+
+
+def test_softmax_only_inside_the_students_block_and_only_in_the_provided_attention():
+    parts = choose_parts(causal_mask, masked_softmax, _NotWrittenBlock)
+    assert parts.yours == ["causal_mask"] and "only your block can call it" in parts.sentence
+    parts = choose_parts(causal_mask, masked_softmax, TransformerBlock)  # its attn is not MaskedSelfAttention
+    assert parts.yours == ["TransformerBlock", "causal_mask"] and "MaskedSelfAttention" in parts.reasons["masked_softmax"]
+
+
+def test_the_students_model_starts_where_pytorchs_does_and_trains_the_same():
+    torch.manual_seed(3)
+    library = CharLM(28, context=8, d_model=16, num_heads=2, num_layers=2, d_ff=32)
+    torch.manual_seed(3)
+    mine = CharLM(28, context=8, d_model=16, num_heads=2, num_layers=2, d_ff=32, parts=choose_parts(**YOURS))
+    tokens = torch.randint(0, 28, (3, 8))
+    torch.testing.assert_close(mine(tokens), library(tokens), atol=1e-5, rtol=1e-4)
+    yours = demo.train_char_lm(seed=1, parts=choose_parts(**YOURS), **SMALL)
+    pytorchs = demo.train_char_lm(seed=1, **SMALL)
+    assert yours.parts.yours and not pytorchs.parts.yours
+    assert abs(demo.held_out_loss(yours) - demo.held_out_loss(pytorchs)) < 0.02
+    before, after = demo.future_leak(yours, "the small dog ran to", t=6)
+    assert before == 0.0 and after > 0.0
+
+
+def test_code_that_fails_in_training_falls_back_to_pytorch_with_a_reason():
+    calls = []
+
+    def breaks_later(scores, mask):  # passes the checks, then gives nan once the model trains (T = 16)
+        calls.append(1)
+        filled = scores.masked_fill(~mask, float("-inf"))
+        top = filled.amax(dim=-1, keepdim=True)
+        e = torch.exp(filled - torch.where(torch.isfinite(top), top, 0.0))
+        total = e.sum(dim=-1, keepdim=True)
+        weights = e / torch.where(total > 0, total, 1.0)
+        return weights * float("nan") if scores.shape[-1] == 16 else weights
+
+    parts = choose_parts(causal_mask, breaks_later, YOURS["block"])
+    assert "masked_softmax" in parts.yours
+    run = demo.train_char_lm(seed=0, parts=parts, **SMALL)
+    assert calls and run.parts.yours == [] and "failed in training" in run.parts.sentence
+    assert np.isfinite(run.losses).all()
+
+
+def test_attention_maps_are_read_from_either_model(run):
+    yours = demo.train_char_lm(seed=0, parts=choose_parts(**YOURS), **SMALL)
+    for trained in (run, yours):
+        maps = demo.attention_maps(trained, "The cat sat on the mat, said Q.")
+        chars, weights = maps["chars"], maps["weights"]
+        assert "".join(chars) == trained.vocab.clean("The cat sat on the mat, said Q.")[-16:]
+        assert weights.shape == (2, 2, len(chars), len(chars))
+        np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+        assert np.all(np.triu(weights, k=1) == 0)  # nothing right of the diagonal: the causal mask
+        torch.testing.assert_close(torch.tensor(maps["weights"]), torch.tensor(demo.attention_maps(trained, "".join(chars))["weights"]))
+
+
+def test_attention_maps_equal_pytorchs_own_weights(run):
+    """The weights read through the hooks are the ones nn.MultiheadAttention itself returns."""
+    ids = torch.tensor(run.vocab.encode("the cat sat on a"))[None]
+    maps = demo.attention_maps(run, "the cat sat on a")["weights"]
+    layer = run.model.blocks[0]
+    x = run.model.token(ids) + run.model.position(torch.arange(ids.shape[1]))
+    h = layer.norm1(x)
+    T = ids.shape[1]
+    blocked = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    with torch.no_grad():
+        _, expected = layer.self_attn(h, h, h, attn_mask=blocked, need_weights=True, average_attn_weights=False)
+    np.testing.assert_allclose(maps[0], expected[0].numpy(), atol=1e-5)
+
+
+def test_head_roles_measure_what_they_say():
+    """Weights that look only at the previous character (query 0, which has none, at itself) measure
+    previous 1 (over queries 1..T-1), itself 1/T, distance (T-1)/T; an even spread gives the means
+    of 1/(i+1), 1/(i+1) over i >= 1, and i/2."""
+    run = demo.train_char_lm(steps=1, context=8, batch_size=4, d_model=8, num_heads=1, num_layers=1, d_ff=8, seed=0)
+    T = 8
+    target = torch.zeros(T, T)
+    target[0, 0] = 1.0
+    target[torch.arange(1, T), torch.arange(T - 1)] = 1.0
+    roles = demo._roles(target, max_offset=3)
+    assert float(roles["previous"]) == 1.0 and float(roles["itself"]) == 1.0 / T
+    assert float(roles["distance"]) == (T - 1) / T
+    even = demo.head_roles(run)["uniform"]
+    assert np.isclose(even["itself"], np.mean(1.0 / np.arange(1, T + 1)))
+    assert np.isclose(even["previous"], np.mean(1.0 / np.arange(2, T + 1)))
+    assert np.isclose(even["distance"], np.mean(np.arange(T) / 2))
+    measured = demo.head_roles(run, n_windows=8)
+    assert measured["previous"].shape == (1, 1) and measured["by_offset"].shape == (1, 1, 13)
+    assert np.array_equal(measured["previous"], demo.head_roles(run, n_windows=8)["previous"])  # seeded
+
+
+def test_next_char_entropy_rises_with_temperature(run):
+    bits = demo.next_char_entropy(run, (0.0, 0.5, 1.0, 5.0))
+    assert bits[0] == 0.0 and np.all(np.diff(bits) > 0) and bits[-1] < np.log2(28) + 1e-9
+    with pytest.raises(ValueError):
+        demo.next_char_entropy(run, (-1.0,))
+
+
+def test_attention_figures_draw(run):
+    roles = demo.head_roles(run, n_windows=4)
+    axes = demo.draw_head_offsets(roles)
+    assert len(axes) == 2 and axes[0].get_ylabel() and axes[1].get_title() == "block 2"
+    ax = demo.draw_attention(demo.attention_maps(run, "the cat"), 1, 0)
+    assert ax.get_title() == "block 2, head 1" and ax.get_xlabel()
+    plt.close("all")
