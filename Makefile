@@ -39,7 +39,8 @@ release: $(READY)
 # 1. Two workers for everything but the sandboxed grading suite (loadscope keeps a notebook's
 #    nbval cells in one kernel), on this CPU's best kernels with one thread per kernel.
 # 2. Then the stored notebook outputs again, as another CPU would compute them: PyTorch's
-#    portable kernels (ATEN_CPU_CAPABILITY=default) and two threads, so one worker.
+#    portable kernels (ATEN_CPU_CAPABILITY=default) and two threads per kernel, in two workers
+#    (four threads on two cores change how fast, not what a kernel computes).
 # 3. Alongside both, the grading suite in a process of its own (it asserts that no sandbox
 #    process outlives a batch, so it never shares its pytest run; its students mostly wait on
 #    timeouts, which leaves the CPU to runs 1 and 2). Its log is printed when it ends.
@@ -49,7 +50,7 @@ test: $(READY)
 	@status=0; log=$$(mktemp); \
 	( $(BIN)/python scripts/with_default_sigint.py $(BIN)/python -m pytest tests/grading $(PYTEST_ARGS) > $$log 2>&1; echo $$? > $$log.rc ) & grading=$$!; \
 	$(BIN)/python -m pytest -n 2 --dist loadscope --ignore=tests/grading $(PYTEST_ARGS) || status=1; \
-	$(OTHER_CPU) $(BIN)/python -m pytest solutions $(PYTEST_ARGS) || status=1; \
+	$(OTHER_CPU) $(BIN)/python -m pytest -n 2 --dist loadscope solutions $(PYTEST_ARGS) || status=1; \
 	wait $$grading; echo "== the grading suite (tests/grading), which ran alongside:"; cat $$log; \
 	[ "$$(cat $$log.rc 2>/dev/null)" = 0 ] || status=1; rm -f $$log $$log.rc; \
 	[ $$status -eq 0 ] || echo "make test: at least one of the three pytest runs failed (see above)"; \
