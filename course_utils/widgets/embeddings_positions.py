@@ -14,7 +14,7 @@ from course_utils.training import one_thread
 
 __all__ = [
     "positional_table", "similarity_profile", "offset_similarity", "train_skipgram",
-    "nearest_neighbours", "train_previous_token_scorer", "extrapolation_runs", "hits_by_position",
+    "nearest_neighbours", "category_agreement", "train_previous_token_scorer", "extrapolation_runs", "hits_by_position",
     "chance_tail", "off_block_share", "position_ranges", "draw_encoding", "draw_similarity", "draw_extrapolation",
 ]
 
@@ -80,6 +80,24 @@ def nearest_neighbours(vectors, words, word, k=3):
     sims[index] = -2.0  # never the word itself
     best = torch.argsort(sims, descending=True)[:k]
     return [(words[int(i)], float(sims[i])) for i in best]
+
+
+def category_agreement(vectors, words, categories, k=3):
+    """How often a word's k nearest neighbours (by cosine) belong to its own category.
+
+    categories: {name: words}; only words of the vocabulary `words` count. Returns (hits, total,
+    chance): hits of the total neighbours looked at, and the share of hits to expect if each
+    neighbour were another word of the vocabulary drawn uniformly at random.
+    """
+    category = {w: name for name, members in categories.items() for w in members if w in words}
+    sizes = {name: sum(1 for c in category.values() if c == name) for name in categories}
+    hits = total = 0
+    for word, name in category.items():
+        for neighbour, _ in nearest_neighbours(vectors, words, word, k=k):
+            hits += category.get(neighbour) == name
+            total += 1
+    chance = float(np.mean([(sizes[name] - 1) / (len(words) - 1) for name in category.values()]))
+    return hits, total, chance
 
 
 def train_previous_token_scorer(kind, d_model=16, train_len=32, total_len=64, steps=300, lr=0.05, seed=0):

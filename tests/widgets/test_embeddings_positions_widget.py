@@ -60,6 +60,16 @@ def test_skipgram_groups_words_by_category():
         assert all(word in members for word, _ in neighbours), (category, neighbours)
 
 
+def test_category_agreement_counts_neighbours_of_the_same_category():
+    words = ["a1", "a2", "b1", "b2", "the"]
+    vectors = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9], [0.7, 0.7]])
+    categories = {"a": ("a1", "a2"), "b": ("b1", "b2", "missing")}
+    hits, total, chance = demo.category_agreement(vectors, words, categories, k=1)
+    assert (hits, total) == (4, 4) and chance == pytest.approx(1 / 4)
+    hits, total, _ = demo.category_agreement(vectors, words, categories, k=2)
+    assert (hits, total) == (4, 8)  # each word's second neighbour is "the"
+
+
 def test_previous_token_scorer_learned_fails_beyond_training():
     learned = demo.train_previous_token_scorer("learned", steps=150)
     assert learned["parameters"] == 64 * 16 and learned["train_accuracy"] == 1.0
