@@ -5,6 +5,8 @@ The trained demo uses PyTorch's own `torch.nn.MultiheadAttention` (never the cou
 reference or the student's answers), on the toy task of `course_utils.data.relations`.
 Everything is seeded: the same arguments give the same numbers.
 """
+import copy
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -15,7 +17,8 @@ from course_utils.data import relations
 
 __all__ = [
     "RelationModel", "train_relation_model", "evaluate", "head_weights", "head_relation_table",
-    "head_specialisation", "compare_head_counts", "split_layout", "split_numbers", "draw_split", "draw_heads",
+    "head_specialisation", "ablate_heads", "compare_head_counts", "first_step_reaching", "draw_head_counts",
+    "split_layout", "split_numbers", "draw_split", "draw_heads",
     "draw_head_query",
 ]
 
@@ -49,12 +52,14 @@ def _loss(logits, targets):
 
 
 def train_relation_model(steps=300, batch_size=64, seq_len=8, vocab_size=10, d_model=48,
-                         num_heads=3, lr=3e-3, seed=0):
+                         num_heads=3, lr=3e-3, seed=0, eval_every=None):
     """Train a RelationModel with Adam on fresh random batches. Returns (model, losses), the
-    loss of every step as a list of floats.
+    loss of every step as a list of floats; with eval_every = k, (model, losses, curve), where
+    curve lists (step, `evaluate(model)`) after step 0, k, 2k, ... and after the last step.
 
     Runs on one CPU thread (restoring the previous setting afterwards): for a model this small
-    that is the fastest, and it makes the result the same on every machine.
+    that is the fastest, and it makes the result the same on every machine. Evaluating does not
+    touch the training batches, so the model is the same with or without a curve.
     """
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -63,8 +68,8 @@ def train_relation_model(steps=300, batch_size=64, seq_len=8, vocab_size=10, d_m
         generator = torch.Generator().manual_seed(seed)
         model = RelationModel(vocab_size, seq_len, d_model, num_heads)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-        losses = []
-        for _ in range(steps):
+        losses, curve = [], []
+        for step in range(steps):
             tokens, targets = relations.make_batch(batch_size, seq_len, vocab_size, generator)
             logits, _ = model(tokens)
             loss = _loss(logits, targets)
@@ -72,10 +77,12 @@ def train_relation_model(steps=300, batch_size=64, seq_len=8, vocab_size=10, d_m
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
+            if eval_every and (step % eval_every == 0 or step == steps - 1):
+                curve.append((step + 1, evaluate(model)))
     finally:
         torch.set_num_threads(threads)
     model.eval()
-    return model, losses
+    return (model, losses) if not eval_every else (model, losses, curve)
 
 
 @torch.no_grad()
@@ -125,20 +132,48 @@ def head_specialisation(table):
     return [(relations.RELATIONS[int(np.argmax(row))], float(np.max(row))) for row in np.asarray(table)]
 
 
-def compare_head_counts(head_counts=(1, 3), seeds=(0, 1, 2), steps=300, d_model=48):
+@torch.no_grad()
+def ablate_heads(model, n=1000, seed=1):
+    """Switch off one head at a time and measure: a list with, for each head h, `evaluate` of
+    the model whose output projection W_O ignores head h (its columns set to zero), as at test
+    time in Michel et al. (2019). The model itself is left unchanged."""
+    attention = model.attention
+    d_k = attention.embed_dim // attention.num_heads
+    results = []
+    for h in range(attention.num_heads):
+        pruned = copy.deepcopy(model)
+        pruned.attention.out_proj.weight[:, h * d_k:(h + 1) * d_k] = 0.0
+        results.append(evaluate(pruned, n=n, seed=seed))
+    return results
+
+
+def compare_head_counts(head_counts=(1, 3), seeds=(0, 1, 2), steps=300, d_model=48, eval_every=50):
     """Train the relation model with each number of heads and each seed (same width, same data).
 
-    Returns {num_heads: {seed: {"accuracy": {relation: float}, "roles": [(relation, weight), ...]}}};
-    "roles" is `head_specialisation` of the trained model: what each head attends to most.
+    Returns {num_heads: {seed: {"model", "losses", "accuracy": {relation: float}, "roles": [(relation,
+    weight), ...], "curve": [(step, accuracy), ...], "ablation": [accuracy with head h off, ...]}}};
+    "roles" is `head_specialisation` of the trained model (what each head attends to most),
+    "curve" the held-out accuracy every `eval_every` steps, "ablation" `ablate_heads`.
     """
     results = {}
     for num_heads in head_counts:
         results[num_heads] = {}
         for seed in seeds:
-            model, _ = train_relation_model(steps=steps, num_heads=num_heads, d_model=d_model, seed=seed)
-            results[num_heads][seed] = {"accuracy": evaluate(model),
-                                        "roles": head_specialisation(head_relation_table(model))}
+            model, losses, curve = train_relation_model(steps=steps, num_heads=num_heads, d_model=d_model,
+                                                        seed=seed, eval_every=eval_every)
+            results[num_heads][seed] = {"model": model, "losses": losses, "accuracy": evaluate(model),
+                                        "roles": head_specialisation(head_relation_table(model)),
+                                        "curve": curve, "ablation": ablate_heads(model)}
     return results
+
+
+def first_step_reaching(curve, level):
+    """The first step of a curve [(step, {relation: accuracy}), ...] at which every relation is at
+    least `level`, or None if it never gets there."""
+    for step, accuracy in curve:
+        if min(accuracy.values()) >= level:
+            return step
+    return None
 
 
 def split_layout(d_model, num_heads):
@@ -228,4 +263,34 @@ def draw_head_query(weights, head, query, tokens=None, axes=None):
     row = weights[head, query]
     plots.show_bars(row, labels=labels, ax=axes[1], highlight=int(np.argmax(row)), ylim=(0, 1.1),
                     title=f"head {head}, query at position {query}", xlabel="key (position:token)")
+    return axes
+
+
+def runs_vocab_size(runs):
+    """The number of symbols of the models in a `compare_head_counts` result."""
+    return next(iter(next(iter(runs.values())).values()))["model"].token.num_embeddings
+
+
+def draw_head_counts(runs, axes=None):
+    """Held-out accuracy against training steps, one panel per relation, one colour per number of
+    heads: the mean over seeds as a line, the lowest and highest seed as a band.
+    runs: the result of `compare_head_counts`."""
+    if axes is None:
+        _, axes = plt.subplots(1, len(relations.RELATIONS), figsize=(12, 3.4), layout="constrained", sharey=True)
+    for i, (num_heads, by_seed) in enumerate(runs.items()):
+        colour = f"C{i}"
+        curves = [run["curve"] for run in by_seed.values()]
+        steps = [step for step, _ in curves[0]]
+        for ax, r in zip(axes, relations.RELATIONS):
+            values = 100 * np.array([[accuracy[r] for _, accuracy in curve] for curve in curves])
+            label = f"{num_heads} head{'s' if num_heads > 1 else ''} (mean of {len(curves)} seeds; band: range)"
+            ax.plot(steps, values.mean(0), color=colour, label=label)
+            ax.fill_between(steps, values.min(0), values.max(0), color=colour, alpha=0.25, lw=0)
+            ax.set_title(f"relation: {r}", fontsize=10)
+            ax.set_xlabel("training step")
+    axes[0].set_ylabel("% right on 1000 new sequences")
+    for ax in axes:  # a blind guess among the 10 symbols
+        ax.axhline(100 / runs_vocab_size(runs), color="grey", ls=":", lw=1)
+    axes[0].legend(fontsize=8, loc="lower right")
+    axes[0].set_ylim(0, 102)
     return axes

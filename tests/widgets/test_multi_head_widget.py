@@ -89,6 +89,58 @@ def test_compare_head_counts_trains_every_count_and_seed_like_a_single_run():
     assert set(results) == {1, 2} and set(results[2]) == {0, 1}
     assert len(results[2][1]["roles"]) == 2 and len(results[1][0]["roles"]) == 1
     assert set(results[1][0]["accuracy"]) == set(relations.RELATIONS)
-    alone, _ = demo.train_relation_model(steps=5, num_heads=2, d_model=8, seed=1)
-    assert results[2][1]["accuracy"] == demo.evaluate(alone)
+    alone, losses = demo.train_relation_model(steps=5, num_heads=2, d_model=8, seed=1)
+    assert results[2][1]["accuracy"] == demo.evaluate(alone) and results[2][1]["losses"] == losses
     assert results[2][1]["roles"] == demo.head_specialisation(demo.head_relation_table(alone))
+    assert results[2][1]["ablation"] == demo.ablate_heads(alone)
+    assert [step for step, _ in results[2][1]["curve"]] == [1, 5]  # every 50 steps, and the last
+
+
+def test_a_learning_curve_leaves_training_unchanged():
+    plain, losses = demo.train_relation_model(steps=12, d_model=12, seed=3)
+    model, curve_losses, curve = demo.train_relation_model(steps=12, d_model=12, seed=3, eval_every=5)
+    assert curve_losses == losses
+    assert [step for step, _ in curve] == [1, 6, 11, 12]
+    assert curve[-1][1] == demo.evaluate(plain) == demo.evaluate(model)
+
+
+def test_switching_off_a_head_breaks_its_relation(trained):
+    model, _ = trained
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ablation = demo.ablate_heads(model)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # the model is untouched
+    roles = [r for r, _ in demo.head_specialisation(demo.head_relation_table(model))]
+    for head, accuracy in enumerate(ablation):
+        assert accuracy[roles[head]] < 0.4  # the relation this head attends to is lost
+        assert all(a > 0.85 for r, a in accuracy.items() if r != roles[head])  # the others survive
+
+
+def test_ablating_a_head_zeroes_its_share_of_the_output():
+    model, _ = demo.train_relation_model(steps=2, num_heads=2, d_model=8, seed=0)
+    tokens = torch.randint(10, (3, 8))
+    with torch.no_grad():
+        x = model.token(tokens) + model.position(torch.arange(8))
+        attention = model.attention
+        _, weights = attention(x, x, x, need_weights=True, average_attn_weights=False)
+        v = (x @ attention.in_proj_weight[16:].T + attention.in_proj_bias[16:]).reshape(3, 8, 2, 4).transpose(1, 2)
+        heads = weights @ v  # (B, h, T, d_k)
+        # with head 0 off, only head 1's slice of W_O (and the bias) remains
+        expected = heads[:, 1] @ attention.out_proj.weight[:, 4:].T + attention.out_proj.bias
+        pruned = __import__("copy").deepcopy(model)
+        pruned.attention.out_proj.weight[:, :4] = 0.0
+        got, _ = pruned.attention(x, x, x)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_first_step_reaching():
+    curve = [(1, {"a": 0.1, "b": 0.5}), (50, {"a": 0.99, "b": 0.98}), (100, {"a": 1.0, "b": 0.99})]
+    assert demo.first_step_reaching(curve, 0.99) == 100
+    assert demo.first_step_reaching(curve, 0.98) == 50
+    assert demo.first_step_reaching(curve, 1.01) is None
+
+
+def test_head_count_figure_draws():
+    runs = demo.compare_head_counts(head_counts=(1, 2), seeds=(0, 1), steps=3, d_model=8, eval_every=1)
+    axes = demo.draw_head_counts(runs)
+    assert len(axes) == len(relations.RELATIONS) and len(axes[0].get_lines()) == 3  # two means + chance
+    plt.close("all")
