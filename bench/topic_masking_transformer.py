@@ -62,14 +62,16 @@ def main():
           "start and batches for both")
     print("seed   solution's block   seconds   nn.TransformerEncoderLayer   seconds   gap")
     for seed, (yours, yours_s, library, library_s) in enumerate(rows):
-        print(f"{seed:4d}   {yours:16.4f}   {yours_s:7.2f}   {library:26.4f}   {library_s:7.2f}   {round(yours - library, 4) + 0.0:+.4f}")
+        gap = round(yours - library, 4) + 0.0  # + 0.0: no "-0.0000"
+        print(f"{seed:4d}   {yours:16.4f}   {yours_s:7.2f}   {library:26.4f}   {library_s:7.2f}   {gap:+.4f}")
     yours, library = rows[:, 0], rows[:, 2]
-    print(f"mean   {yours.mean():16.4f}   {rows[:, 1].mean():7.2f}   {library.mean():26.4f}   {rows[:, 3].mean():7.2f}   "
-          f"{round(yours.mean() - library.mean(), 4) + 0.0:+.4f}")
+    print(f"mean   {yours.mean():16.4f}   {rows[:, 1].mean():7.2f}   {library.mean():26.4f}   "
+          f"{rows[:, 3].mean():7.2f}   {round(yours.mean() - library.mean(), 4) + 0.0:+.4f}")
     print(f"spread over the seeds (max - min): solution's {np.ptp(yours):.4f}, PyTorch's {np.ptp(library):.4f}; "
           f"standard deviation: {yours.std(ddof=1):.4f}, {library.std(ddof=1):.4f}")
     gap = np.abs(yours - library).max()
-    print(f"largest gap on one seed: {gap:.4f} nats per character (goal: <= 0.05: {'met' if gap <= 0.05 else 'NOT met'}); "
+    print(f"largest gap on one seed: {gap:.4f} nats per character "
+          f"(goal: <= 0.05: {'met' if gap <= 0.05 else 'NOT met'}); "
           f"gap of the means: {abs(yours.mean() - library.mean()):.4f}")
 
 

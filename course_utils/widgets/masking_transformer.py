@@ -229,7 +229,8 @@ def head_roles(run, n_windows=64, seed=0, max_offset=12):
     T = x.shape[1]
     even = torch.ones(T, T).tril()
     uniform = _roles(even / even.sum(-1, keepdim=True), max_offset)
-    measured["uniform"] = {name: value.numpy() if name == "by_offset" else float(value) for name, value in uniform.items()}
+    measured["uniform"] = {name: value.numpy() if name == "by_offset" else float(value)
+                           for name, value in uniform.items()}
     return measured
 
 
