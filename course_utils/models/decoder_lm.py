@@ -1,7 +1,7 @@
 """Student-safe: a small, readable decoder-only language model for notebook 11 (fast generation).
 
-Notebook 08's `CharLM` uses `nn.TransformerEncoderLayer`, which hides its keys and values
-inside PyTorch. A key/value cache needs them, so this model spells every step out:
+Notebook 08's `CharLM` is built from the student's block where it passes its checks, else from
+`nn.TransformerEncoderLayer`, which hides its keys and values inside PyTorch. A key/value cache needs them, so this model spells every step out:
 
 * `CausalSelfAttention`: multi-head causal self-attention with separate `q_proj`, `k_proj`,
   `v_proj`, `out_proj` (notebook 07), `split_heads` and `merge_heads`;
