@@ -2,8 +2,9 @@
 figures that draw them.
 
 Pure functions first (`class_token_attention`, `attention_rollout`, `confusion_matrix`), then
-the drawing. Everything works on a trained `course_utils.models.vit_model.TinyViT` and never on the
-student's answers.
+the drawing. Everything works on a trained `course_utils.models.vit_model.TinyViT`: the notebook's
+runs the student's own functions when they passed `vit_model.check_parts` (they are part of the
+model), but nothing here calls a student's answer by name.
 """
 import matplotlib.pyplot as plt
 import numpy as np

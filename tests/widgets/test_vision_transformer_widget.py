@@ -95,11 +95,29 @@ def test_training_is_deterministic_and_restores_threads(data):
 
 def test_data_fraction_sweep_shape_and_known(data):
     x_train, y_train, x_test, y_test = data
-    out = vit_model.data_fraction_sweep(x_train, y_train, x_test[:50], y_test[:50], fractions=(0.1, 1.0),
-                                        kinds=("MLP", "ViT"), known={("ViT", 1.0): 0.5}, max_steps=2,
-                                        show_progress=False)
-    assert set(out) == {"MLP", "ViT"} and len(out["MLP"]) == 2 and out["ViT"][1] == 0.5
-    assert all(0.0 <= a <= 1.0 for a in out["MLP"] + out["ViT"])
+    table, seconds = vit_model.data_fraction_sweep(x_train, y_train, x_test[:50], y_test[:50], fractions=(0.1, 1.0),
+                                                   kinds=("MLP", "ViT"), seeds=(0, 1),
+                                                   known={("ViT", 1.0, 0): 0.5, ("ViT", 1.0, 1): 0.25},
+                                                   max_steps=2, show_progress=False)
+    assert set(table) == {"MLP", "ViT"} and table["MLP"].shape == table["ViT"].shape == (2, 2)
+    assert table["ViT"][:, 1].tolist() == [0.5, 0.25]
+    assert ((0.0 <= table["MLP"]) & (table["MLP"] <= 1.0)).all()
+    assert set(seconds) == {("MLP", 0.1, 0), ("MLP", 1.0, 0), ("ViT", 0.1, 0), ("MLP", 0.1, 1), ("MLP", 1.0, 1),
+                            ("ViT", 0.1, 1)}
+
+
+def test_train_many_trains_each_model_as_train_classifier_alone_does(data):
+    x, y = data[0][:200], data[1][:200]
+    settings = [dict(epochs=2, seed=seed, lr=3e-3) for seed in (0, 1, 2)]
+    alone = [vit_model.train_classifier(vit_model.make_model("ViT", seed=s["seed"]), x, y, show_progress=False, **s)
+             for s in settings]
+    jobs = [(vit_model.make_model("ViT", seed=s["seed"]), x, y, s) for s in settings]
+    threads = torch.get_num_threads()
+    state = torch.random.get_rng_state()
+    together = vit_model.train_many(jobs, workers=2, show_progress=False)
+    assert [r["losses"] for r in together] == [r["losses"] for r in alone]
+    assert torch.get_num_threads() == threads
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global random numbers as they were
 
 
 def test_figures_draw(model, data):
@@ -283,7 +301,7 @@ def test_the_sweep_trains_the_students_vit(data):
         return student_vit_forward(model, images)
 
     x_train, y_train, x_test, y_test = data
-    results, seconds = vit_model.data_fraction_sweep(
+    table, seconds = vit_model.data_fraction_sweep(
         x_train, y_train, x_test[:20], y_test[:20], fractions=(0.1,), kinds=("ViT",), max_steps=2,
-        show_progress=False, vit_parts={"vit_forward": counted_forward}, return_seconds=True)
-    assert len(results["ViT"]) == 1 and set(seconds) == {("ViT", 0.1)} and len(calls) >= 2
+        show_progress=False, vit_parts={"vit_forward": counted_forward})
+    assert table["ViT"].shape == (1, 1) and set(seconds) == {("ViT", 0.1, 0)} and len(calls) >= 2
