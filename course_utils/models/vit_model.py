@@ -107,10 +107,9 @@ class TinyViT(nn.Module):
         try:
             return self.parts["vit_forward"](self, images) if "vit_forward" in self.parts else run_vit(self, images)
         except Exception as error:  # noqa: BLE001 - checked before training; never break the notebook
-            names = ", ".join(sorted(self.parts))
             self.parts = {}
-            print(f"Your {names} raised {type(error).__name__} on images of shape {tuple(images.shape)}; "
-                  "from here on this model runs the library's forward pass.")
+            print(f"Your code in this model's forward pass raised {type(error).__name__} on images of shape "
+                  f"{tuple(images.shape)}; from here on this model runs the library's own forward pass.")
             return run_vit(self, images)
 
 
@@ -405,6 +404,10 @@ def _check_one(name, fn, config):
             return f"raises {type(error).__name__}"
         if any(not torch.equal(a, b) for a, b in zip(inputs, before)):
             return "changes its input (or the model's weights) in place"
+        if not isinstance(got, torch.Tensor):
+            return f"returns a {type(got).__name__}, not a tensor"
+        if got.shape != expected.shape:
+            return f"returns shape {tuple(got.shape)} where the library's is {tuple(expected.shape)}"
         if not _same(got, expected):
             return "gives other numbers than the library's"
         # The same gradients: training must reach every weight as the library's model does.

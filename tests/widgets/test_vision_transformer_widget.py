@@ -230,6 +230,10 @@ def test_checks_see_gradients_rules_and_side_effects():
     assert checks["vit_forward"] == checks["patchify"] == "uses a function its exercise forbids"
     assert vit_model.check_parts(prepend_class_token=in_place)["prepend_class_token"] == \
         "changes its input (or the model's weights) in place"
+    odd = vit_model.check_parts(patchify=lambda images, p: images.numpy(),
+                                prepend_class_token=lambda tokens, cls: tokens)
+    assert odd["patchify"] == "returns a ndarray, not a tensor"
+    assert odd["prepend_class_token"] == "returns shape (5, 16, 32) where the library's is (5, 17, 32)"
 
 
 def test_check_parts_leaves_the_global_random_numbers_alone():
