@@ -26,6 +26,7 @@ from torch import nn
 
 from course_utils.data import dates
 from course_utils.grading.errors import GradingError
+from course_utils.models.seq2seq import steps_to  # one definition for both models' histories
 from course_utils.training import progress
 
 __all__ = ["Attention", "EncoderLayer", "DecoderLayer", "TransformerSeq2Seq", "EncoderCountingSeq2Seq",
@@ -358,11 +359,6 @@ def _fit(model, steps, batch_size, lr, warmup, seed, eval_pairs, eval_every, des
     model.eval()
     history["total_seconds"] = seconds
     return history
-
-
-def steps_to(history, accuracy):
-    """The first evaluated step at which the history's exact match reached `accuracy` (None if never)."""
-    return next((step for step, value in zip(history["step"], history["accuracy"]) if value >= accuracy), None)
 
 
 # --------------------------------------------------------------------------- decoding
