@@ -145,25 +145,16 @@ def loglog_slope(xs, ys):
     return float(slope)
 
 
-def _attention_layer(x, d):
-    """One single-head self-attention layer written with PyTorch's layers: Q, K, V and output
-    projections, scores, softmax, weighted sum. x: (1, n, d)."""
-    q, k, v, out = (nn.Linear(d, d, device=x.device) for _ in range(4))
-    scores = q(x) @ k(x).transpose(1, 2) / math.sqrt(d)
-    return out(torch.softmax(scores, dim=-1) @ v(x))
-
-
 def attention_flops_by_part(n, d):
-    """(FLOPs of the four projections, FLOPs of the two n x n products Q K^T and A V) of one
-    single-head self-attention layer, counted by PyTorch's FlopCounterMode while the layer runs on
+    """(FLOPs of the four projections, FLOPs of the two n x n products Q K^T and A V) of the
+    table's self-attention layer (`TABLE`), counted by PyTorch's FlopCounterMode while it runs on
     the "meta" device (shapes only, no arithmetic: n = d = 1000 costs nothing)."""
-    x = torch.zeros(1, n, d, device="meta")
-    with FlopCounterMode(display=False) as total:
-        _attention_layer(x, d)
+    total = counted_flops("self-attention + W_O", n, d, device="meta")
+    x, weight = torch.zeros(n, d, device="meta"), torch.zeros(d, d, device="meta")
     with FlopCounterMode(display=False) as projections:
-        for _ in range(4):
-            nn.Linear(d, d, device="meta")(x)
-    return int(projections.get_total_flops()), int(total.get_total_flops() - projections.get_total_flops())
+        for _ in range(4):  # x W_q, x W_k, x W_v and the output's W_o: each (n, d) @ (d, d)
+            x @ weight
+    return int(projections.get_total_flops()), total - int(projections.get_total_flops())
 
 
 # --------------------------------------------------------------------------- the whole table, measured
