@@ -1,6 +1,7 @@
 """A small training loop with a progress bar, shared by the notebooks that train a model."""
 import contextlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from tqdm.auto import tqdm
@@ -17,6 +18,32 @@ def one_thread():
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def in_parallel(tasks, workers=2):
+    """Run zero-argument callables (each trains one small model, say) on `workers` threads and
+    return their results in the order of `tasks`.
+
+    Each task runs on one PyTorch thread, so a task computes exactly what it would alone: build
+    seeded models before, not inside, the tasks (the global random numbers are shared). PyTorch
+    releases Python's lock inside its operations, so two small trainings on two cores finish in
+    about 0.6-0.75 of the time one after the other. If one task fails, the others still queued
+    are cancelled and the error is raised.
+    """
+    with one_thread(), ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [pool.submit(_on_one_thread, task) for task in tasks]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def _on_one_thread(task):
+    # OpenMP, under torch.set_num_threads, may keep the setting per thread: set it in each worker too.
+    torch.set_num_threads(1)
+    return task()
 
 
 def grading():

@@ -13,6 +13,7 @@ import torch
 from course_utils.data import dates
 from course_utils.models import seq2seq
 from course_utils.models import transformer_seq2seq as ts
+from course_utils.training import in_parallel
 from course_utils.widgets.bahdanau_attention import EXAMPLES  # notebook 04's dates, to compare the two
 
 __all__ = ["EXAMPLES", "MODEL_CONFIG", "TRAINING", "WARMUP", "attention_view", "head_map", "bahdanau_alignment",
@@ -23,7 +24,7 @@ __all__ = ["EXAMPLES", "MODEL_CONFIG", "TRAINING", "WARMUP", "attention_view", "
 MODEL_CONFIG = dict(d_model=32, num_heads=4, num_layers=2, encoder_layers=1, d_ff=64)
 TRAINING = dict(lr=2e-2, warmup=50, batch_size=64)
 # Section 8's runs: a short training, long enough to tell a stalled run from a learning one.
-WARMUP = dict(steps=100, warmup=30, batch_size=32, last=20)
+WARMUP = dict(steps=60, warmup=20, batch_size=32, last=15)
 
 
 def attention_view(model, text):
@@ -97,28 +98,36 @@ def reached(history, target):
 
 
 def warmup_runs(seeds=(0, 1, 2), steps=120, lr=3e-2, warmup=40, batch_size=32, last=20,
-                d_model=32, num_heads=2, num_layers=2, d_ff=64):
+                d_model=32, num_heads=2, num_layers=2, d_ff=64, workers=2):
     """Post-norm with and without a learning-rate warm-up, and pre-norm without, at a learning rate
-    high enough to matter. A small model, `steps` steps per run, one run per arrangement and seed.
+    high enough to matter. A small model, `steps` steps per run, one run per arrangement and seed,
+    `workers` runs at a time (each on one thread, so the results do not depend on `workers`).
 
     Returns {name: {"loss": array (seeds,), the mean training loss over the `last` steps,
     "curves": array (seeds, steps)}}, names "post-norm, no warm-up", "post-norm, warm-up",
     "pre-norm, no warm-up", and "seconds": the wall-clock time of all runs."""
     arrangements = {"post-norm, no warm-up": (False, 0), "post-norm, warm-up": (False, warmup),
                     "pre-norm, no warm-up": (True, 0)}
-    out, start = {}, time.perf_counter()
+    runs = []  # (name, model, ramp, seed); the models are built one by one, each from its seed
     for name, (norm_first, ramp) in arrangements.items():
-        curves = []
         for seed in seeds:
             torch.manual_seed(seed)
             model = ts.TransformerSeq2Seq(d_model=d_model, num_heads=num_heads, num_layers=num_layers, d_ff=d_ff,
                                           norm_first=norm_first)
-            history = ts.fit(model, steps, batch_size=batch_size, lr=lr, warmup=ramp, seed=seed,
-                             description=f"{name}, seed {seed}")
-            curves.append(history["loss"])
-        curves = np.array(curves)
+            runs.append((name, model, ramp, seed))
+
+    def task(name, model, ramp, seed):
+        return lambda: ts.fit(model, steps, batch_size=batch_size, lr=lr, warmup=ramp, seed=seed,
+                              description=f"{name}, seed {seed}")["loss"]
+
+    start = time.perf_counter()
+    losses = in_parallel([task(*run) for run in runs], workers=workers)
+    seconds = time.perf_counter() - start
+    out = {}
+    for name in arrangements:
+        curves = np.array([loss for (run_name, *_), loss in zip(runs, losses) if run_name == name])
         out[name] = {"curves": curves, "loss": curves[:, -last:].mean(axis=1)}
-    out["seconds"] = time.perf_counter() - start
+    out["seconds"] = seconds
     return out
 
 
