@@ -1,6 +1,7 @@
 """A small training loop with a progress bar, shared by the notebooks that train a model."""
 import contextlib
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -76,6 +77,48 @@ def train(model, batches, loss_fn, optimizer, steps, description="training"):
         if len(losses) % 20 == 0:
             bar.set_postfix(loss=f"{sum(losses[-20:]) / 20:.3f}")
     return losses
+
+
+def fit_and_evaluate(model, steps, batches, loss_fn, optimizer, evaluate=None, eval_every=0, stop_at=None,
+                     learning_rate=None, description="training"):
+    """Train for `steps` steps, measuring as it goes; the loop of notebooks 04 and 10's date models.
+
+    `batches` is an endless iterator of tuples and `loss_fn(model, *batch)` the loss of one batch.
+    `learning_rate(step)`, if given, sets the optimiser's learning rate before step 1, 2, ...
+    Every `eval_every` steps, and after the last, `evaluate(model)` (in eval mode) gives a score;
+    with `stop_at`, training stops at the first score that reaches it (`steps` is then a cap).
+    Returns the history: lists "step", "seconds" (training time so far, evaluations excluded) and
+    "accuracy" (the scores), "loss" (one per step), and "total_seconds". The model ends in eval mode.
+    """
+    history = {"step": [], "seconds": [], "accuracy": [], "loss": []}
+    seconds = 0.0
+    bar = progress(range(1, steps + 1), desc=description)
+    for step in bar:
+        start = time.perf_counter()
+        model.train()
+        if learning_rate is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step)
+        loss = loss_fn(model, *next(batches))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        seconds += time.perf_counter() - start
+        history["loss"].append(loss.item())
+        if evaluate is not None and eval_every and (step % eval_every == 0 or step == steps):
+            model.eval()
+            history["step"].append(step)
+            history["seconds"].append(seconds)
+            history["accuracy"].append(evaluate(model))
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{loss.item():.3f}", exact=f"{history['accuracy'][-1]:.2f}")
+            if stop_at is not None and history["accuracy"][-1] >= stop_at:
+                break
+    if hasattr(bar, "close"):
+        bar.close()
+    model.eval()
+    history["total_seconds"] = seconds
+    return history
 
 
 # --------------------------------------------------------------------------- next-character LMs

@@ -18,7 +18,6 @@ Shapes: B sentences, S source characters, T target positions, d = d_model, H hea
 Masks are boolean, True = a real source character (may be attended to).
 """
 import math
-import time
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +26,7 @@ from torch import nn
 from course_utils.data import dates
 from course_utils.grading.errors import GradingError
 from course_utils.models.seq2seq import steps_to  # one definition for both models' histories
-from course_utils.training import progress
+from course_utils.training import fit_and_evaluate, one_thread
 
 __all__ = ["Attention", "EncoderLayer", "DecoderLayer", "TransformerSeq2Seq", "EncoderCountingSeq2Seq",
            "parts_agree", "assemble", "fit", "steps_to", "greedy_translate", "exact_match",
@@ -318,47 +317,16 @@ def fit(model, steps, batch_size=64, lr=3e-3, warmup=50, seed=0, eval_pairs=(), 
     evaluation that reaches it. Returns the history: lists "step", "seconds" (training time
     only), "accuracy", "loss" (one per step), and "total_seconds".
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return _fit(model, steps, batch_size, lr, warmup, seed, list(eval_pairs), eval_every, description,
-                    stop_at, decay_steps or steps)
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _fit(model, steps, batch_size, lr, warmup, seed, eval_pairs, eval_every, description, stop_at, decay_steps):
-    torch.manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
-    batches = dates.training_batches(batch_size, seed=seed)
-    history = {"step": [], "seconds": [], "accuracy": [], "loss": []}
-    seconds = 0.0
-    bar = progress(range(1, steps + 1), desc=description)
-    for step in bar:
-        start = time.perf_counter()
-        model.train()
-        for group in optimizer.param_groups:
-            group["lr"] = _learning_rate(step, lr, warmup, decay_steps)
-        src, mask, tgt = next(batches)
-        loss = teacher_forced_loss(model, src, mask, tgt)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        seconds += time.perf_counter() - start
-        history["loss"].append(loss.item())
-        if eval_pairs and eval_every and (step % eval_every == 0 or step == steps):
-            history["step"].append(step)
-            history["seconds"].append(seconds)
-            history["accuracy"].append(exact_match(model, eval_pairs))
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{loss.item():.3f}", exact=f"{history['accuracy'][-1]:.2f}")
-            if stop_at is not None and history["accuracy"][-1] >= stop_at:
-                break
-    if hasattr(bar, "close"):
-        bar.close()
-    model.eval()
-    history["total_seconds"] = seconds
-    return history
+    eval_pairs = list(eval_pairs)
+    decay_steps = decay_steps or steps
+    with one_thread():
+        torch.manual_seed(seed)
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
+        return fit_and_evaluate(
+            model, steps, dates.training_batches(batch_size, seed=seed), teacher_forced_loss, optimizer,
+            evaluate=(lambda trained: exact_match(trained, eval_pairs)) if eval_pairs else None,
+            eval_every=eval_every, stop_at=stop_at, description=description,
+            learning_rate=lambda step: _learning_rate(step, lr, warmup, decay_steps))
 
 
 # --------------------------------------------------------------------------- decoding
