@@ -120,6 +120,45 @@ def test_train_many_trains_each_model_as_train_classifier_alone_does(data):
     assert torch.equal(torch.random.get_rng_state(), state)  # the global random numbers as they were
 
 
+@pytest.mark.parametrize("processes", [True, False], ids=["forked workers", "threads"])
+def test_train_many_leaves_the_trained_models_in_place(data, monkeypatch, processes):
+    """Forked workers (Linux) and threads (elsewhere) give the same results and the same trained
+    models, in the parent's model objects, as training them one by one."""
+    if processes and not vit_model._can_fork():
+        pytest.skip("no fork on this platform")
+    monkeypatch.setattr(vit_model, "_can_fork", lambda: processes)
+    x, y = data[0][:200], data[1][:200]
+    jobs = [(vit_model.make_model(kind, seed=seed), x, y, dict(epochs=1, seed=seed))
+            for kind, seed in (("MLP", 0), ("ViT", 1), ("CNN", 2))]
+    alone = [vit_model.make_model(kind, seed=seed) for kind, seed in (("MLP", 0), ("ViT", 1), ("CNN", 2))]
+    expected = [vit_model.train_classifier(m, x, y, show_progress=False, **job[3]) for m, job in zip(alone, jobs)]
+    results = vit_model.train_many(jobs, workers=2, show_progress=False)
+    assert [r["losses"] for r in results] == [r["losses"] for r in expected]
+    for (model, *_), same in zip(jobs, alone):
+        for (name, ours), theirs in zip(model.state_dict().items(), same.state_dict().values()):
+            assert torch.equal(ours, theirs), name
+        assert not model.training
+
+
+def test_train_many_drops_a_students_part_that_fails_in_a_worker(data, capsys):
+    """A student's function that raises during training is dropped from the parent's model too,
+    with the sentence saying so printed in the notebook, whichever way the workers run."""
+    x, y = data[0][:128], data[1][:128]
+    calls = {"n": 0}
+
+    def flaky_forward(model, images):
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise RuntimeError("boom")
+        return reference.vit_forward(model, images)
+
+    models = [vit_model.make_model("ViT", seed=s, parts={"vit_forward": flaky_forward}) for s in (0, 1)]
+    vit_model.train_many([(m, x, y, dict(epochs=1, seed=s)) for s, m in zip((0, 1), models)], workers=2,
+                         show_progress=False)
+    assert all(m.parts == {} for m in models)
+    assert "raised RuntimeError" in capsys.readouterr().out
+
+
 def test_figures_draw(model, data):
     image, label = data[2][5], data[3][5]
     for fig in (demo.draw_patches(image, 4),
