@@ -9,7 +9,11 @@ tokens (B, N, d_model).
 """
 import torch
 
-__all__ = ["patchify", "patch_embedding", "prepend_class_token", "vit_forward"]
+__all__ = ["patchify", "patch_embedding", "prepend_class_token", "vit_forward", "VIT_B16",
+           "patch_embedding_parameters"]
+
+# ViT-B/16 of the ViT paper, the model of notebook 09's think-first question.
+VIT_B16 = {"image_size": 224, "channels": 3, "patch_size": 16, "d_model": 768}
 
 
 def patchify(images, patch_size):
@@ -77,3 +81,11 @@ def vit_forward(model, images):
         x = block(x)
     x = model.norm(x)
     return model.head(x[:, 0])
+
+
+def patch_embedding_parameters(channels=VIT_B16["channels"], patch_size=VIT_B16["patch_size"],
+                               d_model=VIT_B16["d_model"]):
+    """Learned numbers of a ViT's patch embedding z_i = W p_i + b: W is (d_model, C * P * P) and b
+    (d_model,), one pair shared by every patch, so the image size and the number of patches do not
+    enter. For ViT-B/16, 768 * 768 + 768 = 590,592."""
+    return d_model * channels * patch_size * patch_size + d_model

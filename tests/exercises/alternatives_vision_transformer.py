@@ -70,6 +70,8 @@ def vit_forward_inline(model, images):
 ALTERNATIVES = {
     "vision_transformer_patchify": [patchify_tensor_unfold, patchify_loop],
     "vision_transformer_patch_embedding": [patch_embedding_einsum, patch_embedding_linear],
+    "vision_transformer_embedding_parameters": [590592, 590592.0, 768 * 768 + 768, 3 * 16 * 16 * 768 + 768,
+                                                (3 * 16 * 16 + 1) * 768],
     "vision_transformer_class_token": [prepend_class_token_repeat, prepend_class_token_fill],
     "vision_transformer_forward": [vit_forward_inline],
 }

@@ -22,13 +22,15 @@ from course_utils.grading import CONV_BUILTINS, UNFOLD_BUILTINS, probe
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference import vision_transformer as reference
-from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
 from course_utils.reference.mistakes.gradients import GradientExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 
-# Every catalogued mistake also fails the visible tests.
-HIDDEN_ONLY = set()
+# Every catalogued mistake also fails the visible tests, except the wrong numbers of the think-first
+# question: its visible test only checks that the answer is a positive number (the number is the question).
+HIDDEN_ONLY = {"embedding_no_bias", "embedding_per_patch", "embedding_one_channel", "embedding_patch_side",
+               "embedding_whole_image", "embedding_token_numbers", "embedding_with_class_and_positions"}
 
 FORWARD_BUILTINS = ("course_utils.models.vit_model:run_vit",)
 
@@ -173,6 +175,38 @@ PATCH_EMBEDDING_MISTAKES = (
         _embedding_with_torch_conv2d,
     ),
 )
+
+
+# --------------------------------------------------------------------------- 2b. think first: its size
+
+def _embedding_size_mistakes(image_size, channels, patch_size, d_model):
+    """The wrong counts of ViT-B/16's patch embedding that students reach, from its numbers."""
+    patch = channels * patch_size * patch_size           # numbers in one flattened patch
+    patches = (image_size // patch_size) ** 2            # N
+    right = d_model * patch + d_model
+    return (
+        Mistake("embedding_no_bias", "you counted the weight matrix W but not the bias b, which adds one "
+                                     "learned number per output feature.", d_model * patch),
+        Mistake("embedding_per_patch", "you gave every patch a map of its own; one W and one b are shared by "
+                                       "all N patches (that is why it is a convolution).", patches * right),
+        Mistake("embedding_one_channel", "you flattened one colour channel of the patch; an RGB patch holds "
+                                         "C * P * P numbers, the P * P pixels of each of its 3 channels.",
+                d_model * patch_size * patch_size + d_model),
+        Mistake("embedding_patch_side", "you used the side P of a patch where a patch has P * P pixels in each "
+                                        "channel.", d_model * channels * patch_size + d_model),
+        Mistake("embedding_whole_image", "you mapped the whole image to a token; the map reads one P x P patch "
+                                         "at a time.", d_model * channels * image_size * image_size + d_model),
+        Mistake("embedding_token_numbers", "you counted the numbers in one image's tokens (N x d_model), "
+                                           "which the map computes, not the learned numbers of the map itself.",
+                patches * d_model),
+        Mistake("embedding_with_class_and_positions", "you also counted the class token and the position "
+                                                      "embeddings: they are learned too, but they are added "
+                                                      "after the patch embedding, not part of it.",
+                right + d_model + (patches + 1) * d_model),
+    )
+
+
+EMBEDDING_SIZE_MISTAKES = _embedding_size_mistakes(**reference.VIT_B16)
 
 
 # --------------------------------------------------------------------------- 3. class token
@@ -343,6 +377,16 @@ EXERCISES = {
             atol=1e-9,
             rtol=1e-7,
             crash_hint=_CRASH_HINTS["vision_transformer_patch_embedding"],
+        ),
+        ValueExercise(
+            grade_id="vision_transformer_embedding_parameters",
+            function_name="embedding_parameters",
+            reference=reference.patch_embedding_parameters(),
+            make_cases=lambda seed: [((), {})],
+            mistakes=EMBEDDING_SIZE_MISTAKES,
+            output_names=("your number of learned numbers",),
+            atol=0.0,
+            rtol=0.0,
         ),
         GradientExercise(  # notebook 09 trains the ViT through it
             grade_id="vision_transformer_class_token",
