@@ -190,9 +190,12 @@ class SmallCNN(nn.Module):
             nn.Conv2d(channels, width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(2 * width * (image_size // 4) ** 2, num_classes))
+        # Channels last in memory (the same numbers, the same flattening order): PyTorch's CPU max
+        # pooling and convolutions run a third faster on it than on the default layout.
+        self.to(memory_format=torch.channels_last)
 
     def forward(self, images):
-        return self.net(images)
+        return self.net(images.contiguous(memory_format=torch.channels_last))
 
 
 MODELS = {"ViT": TinyViT, "CNN": SmallCNN, "MLP": MLP}
