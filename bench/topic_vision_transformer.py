@@ -77,7 +77,7 @@ def small_data(data, functions, checks, seeds=(0, 1, 2), budgets=(200, 1000)):
         row = ", ".join(f"{kind} {runs.mean():.3f} [{runs.min():.3f}, {runs.max():.3f}]" for kind, runs in table.items())
         gap = np.minimum(table["CNN"], table["MLP"])[:, 0] - table["ViT"][:, 0]
         print(f"  {steps} steps: {row}; the ViT trails the weaker baseline by {gap.mean():.3f} "
-              f"({gap.min():.3f} to {gap.max():.3f}) [{time.perf_counter() - start:.0f} s on 2 threads]", flush=True)
+              f"({gap.min():.3f} to {gap.max():.3f}) [{time.perf_counter() - start:.0f} s on 2 workers]", flush=True)
 
 
 def main():
