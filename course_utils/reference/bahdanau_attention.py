@@ -15,7 +15,7 @@ The three scores differ only in how s and h_i are compared:
 
 import torch
 
-__all__ = ["additive_score", "additive_attention", "dot_score", "multiplicative_score", "decoder_step",
+__all__ = ["attention_weights_per_translation", "additive_score", "additive_attention", "dot_score", "multiplicative_score", "decoder_step",
            "greedy_decode", "beam_search"]
 
 
@@ -173,3 +173,9 @@ def beam_search(step, state, bos, eos, max_len, beam_width):
         states = new_states[torch.tensor(rows, dtype=torch.long)] if rows else None
     finished.extend(beams)
     return sorted(finished, key=lambda h: h[1] / len(h[0]), reverse=True)
+
+
+def attention_weights_per_translation(source_length, target_length=10):
+    """Weights alpha_{t,i} computed to translate one source greedily: one weight per source
+    position at each decoder step, the steps being the target characters and the end symbol."""
+    return (target_length + 1) * source_length

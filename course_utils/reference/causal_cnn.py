@@ -13,7 +13,7 @@ import math
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["CausalConv1d", "causal_conv1d", "receptive_field", "conv_output_length"]
+__all__ = ["layers_to_reach", "CausalConv1d", "causal_conv1d", "receptive_field", "conv_output_length"]
 
 
 class CausalConv1d(nn.Module):
@@ -118,3 +118,12 @@ def causal_conv1d(x, weight, bias=None, dilation=1):
     if bias is not None:
         layer.conv.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
     return layer(x).detach()
+
+
+def layers_to_reach(field, kernel_size=2):
+    """The fewest layers of a causal stack of `kernel_size` with dilations 1, 2, 4, ... whose
+    receptive field is at least `field` (notebook 02's think-first question: 1000 -> 10)."""
+    layers = 0
+    while receptive_field([kernel_size] * layers, [2 ** i for i in range(layers)]) < field:
+        layers += 1
+    return layers

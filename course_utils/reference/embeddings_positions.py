@@ -4,11 +4,13 @@ An embedding layer is a lookup: row i of the weight matrix is the vector of toke
 exactly what multiplying the one-hot row vector of token i by the weight matrix selects.
 Cosine similarity compares directions, not lengths.
 """
+import math
+
 import torch
 
 from .positions import relative_rotation, sinusoidal_positional_encoding
 
-__all__ = ["one_hot", "cosine_similarity", "sinusoidal_positional_encoding", "relative_rotation"]
+__all__ = ["pair_wavelength", "one_hot", "cosine_similarity", "sinusoidal_positional_encoding", "relative_rotation"]
 
 
 def one_hot(token_ids, vocab_size):
@@ -32,3 +34,9 @@ def cosine_similarity(a, b):
     a_unit = a / a.norm(dim=-1, keepdim=True)
     b_unit = b / b.norm(dim=-1, keepdim=True)
     return a_unit @ b_unit.transpose(-1, -2)
+
+
+def pair_wavelength(pair, d_model):
+    """Positions after which pair `pair` of the sinusoidal encoding (dimensions 2i and 2i + 1)
+    repeats: 2 pi / w_i with w_i = 1 / 10000^(2i / d_model). Pair 2 of d_model = 8: 200 pi."""
+    return 2 * math.pi * 10000.0 ** (2 * pair / d_model)

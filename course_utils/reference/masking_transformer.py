@@ -10,7 +10,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 
-__all__ = ["masked_softmax", "TransformerBlock"]
+__all__ = ["causally_blocked_pairs", "masked_softmax", "TransformerBlock"]
 
 
 def masked_softmax(scores, mask):
@@ -75,3 +75,9 @@ class TransformerBlock(nn.Module):
             return x + self.mlp(self.norm2(x))
         x = self.norm1(x + self._attend(x, mask))
         return self.norm2(x + self.mlp(x))
+
+
+def causally_blocked_pairs(T):
+    """(query, key) pairs a causal mask blocks in a window of T: the keys after the query, above
+    the diagonal. T = 64: 64 * 63 / 2 = 2016."""
+    return T * (T - 1) // 2

@@ -4,7 +4,7 @@ Instructor side. `split_heads`, `merge_heads` and `MultiHeadAttention` are in
 `course_utils.reference.attention`; this module adds the parameter count.
 """
 
-__all__ = ["attention_parameter_count"]
+__all__ = ["attention_weight_count", "attention_parameter_count"]
 
 
 def attention_parameter_count(d_model, num_heads, bias=True):
@@ -19,3 +19,9 @@ def attention_parameter_count(d_model, num_heads, bias=True):
     if d_model % num_heads:
         raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
     return 4 * d_model * d_model + (4 * d_model if bias else 0)
+
+
+def attention_weight_count(batch, tokens, num_heads):
+    """Attention weights a self-attention layer computes: per sentence and head, one per (query,
+    key) pair, whatever the head width. Notebook 07's think-first question: 2 * 8 * 10 * 10."""
+    return batch * num_heads * tokens * tokens

@@ -9,7 +9,7 @@ b = bias_ih_l0 + bias_hh_l0 it computes the same states.
 """
 import torch
 
-__all__ = ["rnn_step", "rnn_forward", "spectral_radius"]
+__all__ = ["longest_distinguishable_string", "rnn_step", "rnn_forward", "spectral_radius"]
 
 
 def rnn_step(x_t, h_prev, W_xh, W_hh, b):
@@ -34,3 +34,13 @@ def rnn_forward(x, h0, W_xh, W_hh, b):
 def spectral_radius(W):
     """max |lambda| over the (complex) eigenvalues of a square matrix, as a Python float."""
     return float(torch.linalg.eigvals(W).abs().max())
+
+
+def longest_distinguishable_string(numbers=32, bits_each=2, symbols=8):
+    """The longest n such that every string of n symbols (from `symbols`) has a state of its own
+    when the state is `numbers` numbers of `bits_each` bits: symbols**n <= 2**(numbers * bits_each).
+    Notebook 01's think-first question: 32 numbers of 2 bits, 8 symbols -> 21."""
+    n = 0
+    while symbols ** (n + 1) <= 2 ** (numbers * bits_each):
+        n += 1
+    return n

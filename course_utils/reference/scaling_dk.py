@@ -12,7 +12,7 @@ import math
 import numpy as np
 import torch
 
-__all__ = ["score_variance", "fit_power_law", "softmax_jacobian"]
+__all__ = ["dot_product_variance", "score_variance", "fit_power_law", "softmax_jacobian"]
 
 
 def score_variance(q, k, scaled=False):
@@ -52,3 +52,9 @@ def softmax_jacobian(z):
     """
     s = torch.softmax(z, dim=-1)
     return torch.diag_embed(s) - s.unsqueeze(-1) * s.unsqueeze(-2)
+
+
+def dot_product_variance(d_k, variance_q=1.0, variance_k=1.0):
+    """Var(q . k) for independent zero-mean entries: d_k products, each of variance
+    Var(q_i) Var(k_i), added up. Notebook 06's think-first question: 256 * 2 * 2 = 1024."""
+    return d_k * variance_q * variance_k

@@ -103,6 +103,7 @@ def beam_search_heapq(step, state, bos, eos, max_len, beam_width):
 
 
 ALTERNATIVES = {
+    "bahdanau_attention_weights_count": [242, 242.0, 22 * 11],
     "bahdanau_attention_multiplicative_score": [multiplicative_score_matmul, multiplicative_score_loop],
     "bahdanau_attention_additive_attention": [additive_attention_einsum, additive_attention_per_position],
     "bahdanau_attention_decoder_step": [decoder_step_functional],

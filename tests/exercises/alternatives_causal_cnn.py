@@ -50,6 +50,7 @@ def conv_output_length_count(length, kernel_size, stride=1, dilation=1, padding=
 
 
 ALTERNATIVES = {
+    "causal_cnn_layers_needed": [10, 10.0, 2 * 5],
     "causal_cnn_conv": [causal_conv1d_chomp, causal_conv1d_taps],
     "causal_cnn_receptive_field": [receptive_field_top_down],
     "causal_cnn_output_length": [conv_output_length_count],

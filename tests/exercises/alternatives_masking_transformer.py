@@ -110,6 +110,7 @@ def make_transformer_block(d_model, num_heads, d_ff, norm_first=True):
 
 
 ALTERNATIVES = {
+    "masking_transformer_blocked_pairs": [2016, 2016.0, 64 * 63 // 2],
     "masking_transformer_causal_mask": [causal_mask_compare, causal_mask_not_future],
     "masking_transformer_padding_mask": [padding_mask_loop, padding_mask_expand],
     "masking_transformer_masked_softmax": [masked_softmax_clamp, masked_softmax_rows],

@@ -101,6 +101,7 @@ def attention_parameter_count_per_head(d_model, num_heads, bias=True):
 
 
 ALTERNATIVES = {
+    "multi_head_weights_count": [1600, 1600.0, 2 * 8 * 10 ** 2],
     "multi_head_split_heads": [split_heads_chunks, split_heads_view_permute],
     "multi_head_merge_heads": [merge_heads_cat, merge_heads_permute],
     "multi_head_attention": [MultiHeadAttentionLoop, make_multi_head_attention],

@@ -54,6 +54,7 @@ def spectral_radius_power_limit(W):
 
 
 ALTERNATIVES = {
+    "rnn_limits_capacity": [21, 21.0, (32 * 2) // 3],
     "rnn_limits_step": [rnn_step_einsum, rnn_step_concatenated],
     "rnn_limits_forward": [rnn_forward_projected_first, rnn_forward_time_major],
     "rnn_limits_spectral_radius": [spectral_radius_numpy, spectral_radius_power_limit],

@@ -63,6 +63,7 @@ def softmax_jacobian_loop(z):
 
 
 ALTERNATIVES = {
+    "scaling_dk_raw_variance": [1024, 1024.0, 4 ** 5, 256 * 4],
     "scaling_dk_variance": [score_variance_numpy, score_variance_by_hand],
     "scaling_dk_fit": [fit_power_law_normal_equations, fit_power_law_lstsq],
     "scaling_dk_jacobian": [softmax_jacobian_eye, softmax_jacobian_loop],
