@@ -11,13 +11,12 @@ Shapes: B sentences, T source characters, d_h = 2 * hidden (the two directions o
 encoder), d_s = decoder state size, d_a = attention size, V = target vocabulary.
 """
 import math
-import time
 
 import torch
 from torch import nn
 
 from course_utils.data import dates
-from course_utils.training import progress
+from course_utils.training import fit_and_evaluate, one_thread
 
 __all__ = ["Seq2Seq", "attend", "teacher_forced_logits", "greedy_translate", "beam_translate",
            "exact_match", "fit", "steps_to", "ToyStep", "FORBIDDEN"]
@@ -173,51 +172,26 @@ def fit(model, steps, batch_size=64, lr=0.01, seed=0, eval_pairs=(), eval_every=
     Every `eval_every` steps (and at the end) the greedy exact match on `eval_pairs` is
     recorded. With `stop_at`, training stops at the first evaluation that reaches it (`steps` is
     then a cap). Returns the history: a dict of lists "step", "seconds" (training time only,
-    evaluation excluded) and "accuracy", and "loss" (one per step).
+    evaluation excluded) and "accuracy", and "loss" (one per step); see
+    `course_utils.training.fit_and_evaluate`, the loop notebook 10's Transformer shares.
 
     Runs on one CPU thread (restored afterwards): for a model this small, more threads cost
     more in waking up than they save, badly so on a busy machine, and one thread gives the
     same numbers on every run.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return _fit(model, steps, batch_size, lr, seed, eval_pairs, eval_every, description, stop_at)
-    finally:
-        torch.set_num_threads(threads)
+    eval_pairs = list(eval_pairs)
+    with one_thread():
+        torch.manual_seed(seed)
+        return fit_and_evaluate(
+            model, steps, dates.training_batches(batch_size, seed=seed), _teacher_forced_loss,
+            torch.optim.Adam(model.parameters(), lr=lr),
+            evaluate=(lambda trained: exact_match(trained, eval_pairs)) if eval_pairs else None,
+            eval_every=eval_every, stop_at=stop_at, description=description)
 
 
-def _fit(model, steps, batch_size, lr, seed, eval_pairs, eval_every, description, stop_at):
-    torch.manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    batches = dates.training_batches(batch_size, seed=seed)
-    history = {"step": [], "seconds": [], "accuracy": [], "loss": []}
-    seconds = 0.0
-    bar = progress(range(1, steps + 1), desc=description)
-    for step in bar:
-        start = time.perf_counter()
-        model.train()
-        src, mask, tgt = next(batches)
-        logits = teacher_forced_logits(model, src, mask, tgt)
-        loss = nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        seconds += time.perf_counter() - start
-        history["loss"].append(loss.item())
-        if eval_pairs and eval_every and (step % eval_every == 0 or step == steps):
-            model.eval()
-            history["step"].append(step)
-            history["seconds"].append(seconds)
-            history["accuracy"].append(exact_match(model, list(eval_pairs)))
-            bar.set_postfix(loss=f"{loss.item():.3f}", exact=f"{history['accuracy'][-1]:.2f}")
-            if stop_at is not None and history["accuracy"][-1] >= stop_at:
-                break
-    if hasattr(bar, "close"):
-        bar.close()
-    model.eval()
-    history["total_seconds"] = seconds
-    return history
+def _teacher_forced_loss(model, src, mask, tgt):
+    logits = teacher_forced_logits(model, src, mask, tgt)
+    return nn.functional.cross_entropy(logits.flatten(0, 1), tgt.flatten())
 
 
 def steps_to(history, accuracy):

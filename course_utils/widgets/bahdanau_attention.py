@@ -8,9 +8,10 @@ import numpy as np
 import torch
 
 from course_utils.models import seq2seq
+from course_utils.training import in_parallel
 from course_utils.data import dates
 
-__all__ = ["EXAMPLES", "alignment", "candidates", "beam_vs_greedy", "train_to", "compare_speed"]
+__all__ = ["EXAMPLES", "alignment", "candidates", "beam_vs_greedy", "train_to", "train_many_to", "compare_speed"]
 
 EXAMPLES = (
     "22 November 2026",
@@ -68,12 +69,29 @@ def train_to(attention, seed, eval_pairs, target=0.99, max_steps=1200, eval_ever
     on `eval_pairs`, measured every `eval_every` steps, reaches `target`, or for `max_steps`
     (target=None: always `max_steps`, a model whose later outputs do not hang on when it stopped).
     Returns (model, history); `seq2seq.steps_to(history, x)` is None if it never reached x."""
+    model = _new_model(attention, seed)
+    return model, _train(model, attention, seed, eval_pairs, target, max_steps, eval_every, description)
+
+
+def train_many_to(runs, eval_pairs, target=0.99, workers=2):
+    """`train_to` for several runs, `workers` at a time (one thread each): runs is a list of
+    (attention, seed, max_steps, eval_every). The models are built one after the other first, so
+    every run gives what `train_to` alone gives. Returns the list of (model, history)."""
+    models = [_new_model(attention, seed) for attention, seed, _, _ in runs]
+    tasks = [lambda model=model, run=run: _train(model, run[0], run[1], eval_pairs, target, run[2], run[3], None)
+             for model, run in zip(models, runs)]
+    return list(zip(models, in_parallel(tasks, workers=workers)))
+
+
+def _new_model(attention, seed):
     torch.manual_seed(seed)
-    model = seq2seq.Seq2Seq(attention=attention)
+    return seq2seq.Seq2Seq(attention=attention)
+
+
+def _train(model, attention, seed, eval_pairs, target, max_steps, eval_every, description):
     name = description or f"{'with' if attention else 'without'} attention, seed {seed}"
-    history = seq2seq.fit(model, max_steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
-                          stop_at=target, description=name)
-    return model, history
+    return seq2seq.fit(model, max_steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
+                       stop_at=target, description=name)
 
 
 def compare_speed(histories, target=0.99):

@@ -120,3 +120,14 @@ def test_training_stops_at_the_target_and_reports_when_it_got_there():
     speed = demo.compare_speed({"a": {0: history}, "b": {0: never}}, target=0.0)
     assert speed["a"] == {"steps": [2], "seconds": [history["seconds"][0]]}
     assert demo.compare_speed({"b": {0: never}}, target=1.01)["b"] == {"steps": [None], "seconds": [None]}
+
+
+def test_train_many_to_gives_what_train_to_gives_alone():
+    from course_utils.data import dates
+    pairs = dates.held_out_set()[:20]
+    runs = [(True, 1, 12, 5), (False, 2, 8, 4)]
+    together = demo.train_many_to(runs, eval_pairs=pairs, target=None)
+    for (attention, seed, steps, every), (model, history) in zip(runs, together):
+        alone_model, alone = demo.train_to(attention, seed, pairs, target=None, max_steps=steps, eval_every=every)
+        assert history["loss"] == alone["loss"] and history["step"] == alone["step"]
+        assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), alone_model.state_dict().values()))
