@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from course_utils.data import sequences
+from course_utils.training import in_parallel
 
 __all__ = [
     "ACTIVATIONS", "orthogonal_recurrence", "gradient_norms", "decay_rate", "draw_gradient_norms",
@@ -263,11 +264,21 @@ def train_seq2seq(task="copy", lengths=range(2, 17), steps=600, n_symbols=8, hid
     given, is called after each step (step = 1, 2, ...), e.g. to keep a copy of the model part-way:
     the first n steps of a longer run are exactly a run of n steps.
     """
+    model = _new_seq2seq(seed, n_symbols, hidden, embed, attention, bidirectional)
+    losses = _fit_seq2seq(model, task, lengths, steps, batch_size, lr, seed, progress, callback)
+    return model, losses
+
+
+def _new_seq2seq(seed, n_symbols, hidden, embed, attention, bidirectional):
+    # Built from the global random numbers: one model after the other, never inside parallel runs.
     torch.manual_seed(seed)
-    model = Seq2Seq(n_symbols, hidden, embed, attention=attention, bidirectional=bidirectional)
+    return Seq2Seq(n_symbols, hidden, embed, attention=attention, bidirectional=bidirectional)
+
+
+def _fit_seq2seq(model, task, lengths, steps, batch_size, lr, seed, progress, callback):
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
-    stream = sequences.batches(task, batch_size, lengths, n_symbols, seed=seed)
+    stream = sequences.batches(task, batch_size, lengths, model.n_symbols, seed=seed)
     losses = []
     with _threads(1):
         model.train()
@@ -275,7 +286,7 @@ def train_seq2seq(task="copy", lengths=range(2, 17), steps=600, n_symbols=8, hid
             source, target = next(stream)
             optimizer.zero_grad()
             logits = model(source, target)
-            loss = loss_fn(logits.reshape(-1, n_symbols), target.reshape(-1))
+            loss = loss_fn(logits.reshape(-1, model.n_symbols), target.reshape(-1))
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
@@ -283,7 +294,7 @@ def train_seq2seq(task="copy", lengths=range(2, 17), steps=600, n_symbols=8, hid
             if callback is not None:
                 callback(step + 1, model)
     model.eval()
-    return model, losses
+    return losses
 
 
 def accuracy_by_length(model, task, lengths, per_length=200, seed=12345):
@@ -328,7 +339,7 @@ MODELS = {"no attention": False, "attention": True}  # name -> Seq2Seq's `attent
 
 def bottleneck_experiment(seeds=(0, 1, 2), steps=250, longer_steps=None, task="reverse", lengths=range(2, 31),
                           test_lengths=range(5, 31, 5), position_length=30, n_symbols=8, hidden=64,
-                          per_length=200, progress=None):
+                          per_length=200, progress=None, workers=2):
     """Train both models (the same bidirectional GRU encoder-decoder, with and without attention)
     on `task` for `steps` steps with each seed, and measure them on a fixed test set.
 
@@ -337,32 +348,45 @@ def bottleneck_experiment(seeds=(0, 1, 2), steps=250, longer_steps=None, task="r
                           "loss": {seed: mean training loss of the last 50 steps}}}.
     With `longer_steps`, the first seed's model *without* attention keeps training to that many
     steps (the first `steps` of that run are exactly the short run), and the result gains
-    "longer": {"by_length": ..., "by_position": ..., "loss": ...} for it.
+    "longer": {"by_length": ..., "by_position": ..., "loss": ...} for it. The runs go `workers` at a
+    time, each on one thread, so the results do not depend on `workers`.
     """
-    results = {}
-    for name, attention in MODELS.items():
-        entry = {"by_length": {}, "by_position": {}, "loss": {}}
-        for seed in seeds:
-            extend = longer_steps is not None and not attention and seed == seeds[0]
-            kept = {}
+    runs = [(name, attention, seed) for name, attention in MODELS.items() for seed in seeds]
+    longer = {(name, seed): longer_steps is not None and not attention and seed == seeds[0]
+              for name, attention, seed in runs}
+    models = [_new_seq2seq(seed, n_symbols, hidden, 16, attention, True) for _, attention, seed in runs]
 
-            def keep(step, model, kept=kept):
-                if step == steps:
-                    kept["model"] = copy.deepcopy(model).eval()
+    def run(name, seed, model):
+        kept = {}
 
-            bar = (lambda r, name=name, seed=seed: progress(r, desc=f"{name}, seed {seed}")) if progress else None
-            model, losses = train_seq2seq(task, lengths=lengths, steps=longer_steps if extend else steps,
-                                          n_symbols=n_symbols, hidden=hidden, seed=seed, progress=bar,
-                                          callback=keep, attention=attention, bidirectional=True)
-            short = kept["model"]
-            entry["by_length"][seed] = accuracy_by_length(short, task, test_lengths, per_length)
-            entry["by_position"][seed] = accuracy_by_position(short, task, position_length, per_length)
-            entry["loss"][seed] = float(np.mean(losses[steps - 50:steps]))
-            if extend:
-                entry["longer"] = {"by_length": accuracy_by_length(model, task, test_lengths, per_length),
-                                   "by_position": accuracy_by_position(model, task, position_length, per_length),
-                                   "loss": float(np.mean(losses[-50:])), "steps": longer_steps}
-        results[name] = entry
+        def keep(step, current):
+            if step == steps:
+                kept["model"] = copy.deepcopy(current).eval()
+
+        bar = (lambda r: progress(r, desc=f"{name}, seed {seed}")) if progress else None
+        losses = _fit_seq2seq(model, task, lengths, longer_steps if longer[name, seed] else steps, 64, 1e-2,
+                              seed, bar, keep)
+        measured = {"short": (accuracy_by_length(kept["model"], task, test_lengths, per_length),
+                              accuracy_by_position(kept["model"], task, position_length, per_length))}
+        if longer[name, seed]:
+            measured["longer"] = (accuracy_by_length(model, task, test_lengths, per_length),
+                                  accuracy_by_position(model, task, position_length, per_length))
+        return measured, losses
+
+    # Two runs at a time, one per core, the long run first (it takes as long as the others together).
+    order = sorted(range(len(runs)), key=lambda i: not longer[runs[i][0], runs[i][2]])
+    done = in_parallel([lambda i=i: run(runs[i][0], runs[i][2], models[i]) for i in order], workers=workers)
+    outcome = dict(zip(order, done))
+    results = {name: {"by_length": {}, "by_position": {}, "loss": {}} for name in MODELS}
+    for i, (name, _, seed) in enumerate(runs):
+        measured, losses = outcome[i]
+        entry = results[name]
+        entry["by_length"][seed], entry["by_position"][seed] = measured["short"]
+        entry["loss"][seed] = float(np.mean(losses[steps - 50:steps]))
+        if "longer" in measured:
+            by_length, by_position = measured["longer"]
+            entry["longer"] = {"by_length": by_length, "by_position": by_position,
+                               "loss": float(np.mean(losses[-50:])), "steps": longer_steps}
     return results
 
 
