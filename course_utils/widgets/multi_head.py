@@ -14,6 +14,7 @@ from torch import nn
 
 from course_utils import plots
 from course_utils.data import relations
+from course_utils.training import in_parallel
 
 __all__ = [
     "RelationModel", "train_relation_model", "evaluate", "head_weights", "head_relation_table",
@@ -61,12 +62,21 @@ def train_relation_model(steps=300, batch_size=64, seq_len=8, vocab_size=10, d_m
     that is the fastest, and it makes the result the same on every machine. Evaluating does not
     touch the training batches, so the model is the same with or without a curve.
     """
+    model = _new_relation_model(seed, vocab_size, seq_len, d_model, num_heads)
+    return _train_relation(model, steps, batch_size, seq_len, vocab_size, lr, seed, eval_every)
+
+
+def _new_relation_model(seed, vocab_size, seq_len, d_model, num_heads):
+    # Built from the global random numbers: one model after the other, never inside parallel runs.
+    torch.manual_seed(seed)
+    return RelationModel(vocab_size, seq_len, d_model, num_heads)
+
+
+def _train_relation(model, steps, batch_size, seq_len, vocab_size, lr, seed, eval_every):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        torch.manual_seed(seed)
         generator = torch.Generator().manual_seed(seed)
-        model = RelationModel(vocab_size, seq_len, d_model, num_heads)
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         losses, curve = [], []
         for step in range(steps):
@@ -147,23 +157,30 @@ def ablate_heads(model, n=1000, seed=1):
     return results
 
 
-def compare_head_counts(head_counts=(1, 3), seeds=(0, 1, 2), steps=300, d_model=48, eval_every=50):
-    """Train the relation model with each number of heads and each seed (same width, same data).
+def compare_head_counts(head_counts=(1, 3), seeds=(0, 1, 2), steps=300, d_model=48, eval_every=50, workers=2):
+    """Train the relation model with each number of heads and each seed (same width, same data),
+    `workers` runs at a time, each on one thread (the results do not depend on `workers`).
 
     Returns {num_heads: {seed: {"model", "losses", "accuracy": {relation: float}, "roles": [(relation,
     weight), ...], "curve": [(step, accuracy), ...], "ablation": [accuracy with head h off, ...]}}};
     "roles" is `head_specialisation` of the trained model (what each head attends to most),
     "curve" the held-out accuracy every `eval_every` steps, "ablation" `ablate_heads`.
     """
-    results = {}
-    for num_heads in head_counts:
-        results[num_heads] = {}
-        for seed in seeds:
-            model, losses, curve = train_relation_model(steps=steps, num_heads=num_heads, d_model=d_model,
-                                                        seed=seed, eval_every=eval_every)
-            results[num_heads][seed] = {"model": model, "losses": losses, "accuracy": evaluate(model),
-                                        "roles": head_specialisation(head_relation_table(model)),
-                                        "curve": curve, "ablation": ablate_heads(model)}
+    runs = [(num_heads, seed) for num_heads in head_counts for seed in seeds]
+    models = [_new_relation_model(seed, 10, 8, d_model, num_heads) for num_heads, seed in runs]
+
+    def run(model, seed):
+        model, losses, curve = _train_relation(model, steps, 64, 8, 10, 3e-3, seed, eval_every)
+        return {"model": model, "losses": losses, "accuracy": evaluate(model),
+                "roles": head_specialisation(head_relation_table(model)), "curve": curve,
+                "ablation": ablate_heads(model)}
+
+    # Two runs at a time, one per core; each gives what it gives alone (the models are built above).
+    done = in_parallel([lambda model=model, seed=seed: run(model, seed) for model, (_, seed) in zip(models, runs)],
+                       workers=workers)
+    results = {num_heads: {} for num_heads in head_counts}
+    for (num_heads, seed), result in zip(runs, done):
+        results[num_heads][seed] = result
     return results
 
 
