@@ -78,9 +78,11 @@ def train_many_to(runs, eval_pairs, target=0.99, workers=2):
     (attention, seed, max_steps, eval_every). The models are built one after the other first, so
     every run gives what `train_to` alone gives. Returns the list of (model, history)."""
     models = [_new_model(attention, seed) for attention, seed, _, _ in runs]
-    tasks = [lambda model=model, run=run: _train(model, run[0], run[1], eval_pairs, target, run[2], run[3], None)
-             for model, run in zip(models, runs)]
-    return list(zip(models, in_parallel(tasks, workers=workers)))
+    # The runs with the most steps allowed start first, so that no long run is left for the end alone.
+    order = sorted(range(len(runs)), key=lambda i: -runs[i][2])
+    tasks = [lambda i=i: _train(models[i], *runs[i][:2], eval_pairs, target, *runs[i][2:], None) for i in order]
+    histories = dict(zip(order, in_parallel(tasks, workers=workers)))
+    return [(models[i], histories[i]) for i in range(len(runs))]
 
 
 def _new_model(attention, seed):
