@@ -254,6 +254,15 @@ class ValueExercise(Exercise):
     runner: str = "value"
 
 
+def think_first(grade_id, variable, reference, mistakes, answer_name="your answer", rtol=0.0):
+    """A think-first question: the number the student sets `variable` to, graded against
+    `reference` (exactly, or within `rtol` for an answer like 200 pi) and the catalogued wrong
+    numbers of `mistakes`."""
+    return ValueExercise(grade_id=grade_id, function_name=variable, reference=reference,
+                         make_cases=lambda seed: [((), {})], mistakes=mistakes, output_names=(answer_name,),
+                         atol=0.0, rtol=rtol)
+
+
 def mask_scores(scores, mask, mode):
     """Scores masked the right way ("-inf") or a catalogued wrong way, for mistakes to share.
 

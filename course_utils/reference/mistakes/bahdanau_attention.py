@@ -28,7 +28,7 @@ from course_utils.models import seq2seq
 from course_utils.reference import bahdanau_attention as reference
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
-from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise, mask_scores
+from course_utils.reference.mistakes import Exercise, Mistake, think_first, mask_scores
 from course_utils.grading import mismatch, probe
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
@@ -465,23 +465,27 @@ EXERCISES = {
 }
 
 
-# --- bahdanau_attention_weights_count: the think-first question. Its visible test only checks that `weights_per_date` is a positive
-# number (the number itself is the question), so every wrong value below is for the hidden tests.
+# --- bahdanau_attention_weights_count: a think-first question. Its visible test only checks that
+# `weights_per_date` is a positive number (the number is the question): every wrong value is hidden only.
 WEIGHTS_COUNT_MISTAKES = (
-    Mistake('weights_no_end_step', 'you left out the step that writes the end symbol: the decoder attends at that step too.',
-            220),
-    Mistake('weights_one_step', 'you counted one decoder step; the decoder weighs the annotations afresh at every step.',
-            22),
-    Mistake('weights_target_by_target', 'you paired output steps with output steps; at each step the weights run over the source characters.',
-            121),
-    Mistake('weights_per_direction', 'you counted each direction of the bidirectional encoder apart; an annotation h_i joins both directions and gets one weight.',
-            484),
+    Mistake('weights_no_end_step', "you left out the step that writes the end symbol: the decoder attends at "
+                                   "that step too.",
+                                   220),
+    Mistake('weights_one_step', "you counted one decoder step; the decoder weighs the annotations afresh at "
+                                "every step.",
+                                22),
+    Mistake('weights_target_by_target', "you paired output steps with output steps; at each step the weights "
+                                        "run over the source characters.",
+                                        121),
+    Mistake('weights_per_direction', "you counted each direction of the bidirectional encoder apart; an "
+                                     "annotation h_i joins both directions and gets one weight.",
+                                     484),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in WEIGHTS_COUNT_MISTAKES}
-EXERCISES['bahdanau_attention_weights_count'] = ValueExercise(
-    grade_id='bahdanau_attention_weights_count', function_name='weights_per_date', reference=reference.attention_weights_per_translation(len("the 3rd of March, 1999")),
-    make_cases=lambda seed: [((), {})], mistakes=WEIGHTS_COUNT_MISTAKES,
-    output_names=('your number of weights',), atol=0.0, rtol=0.0)
+EXERCISES["bahdanau_attention_weights_count"] = think_first(
+    "bahdanau_attention_weights_count", "weights_per_date",
+    reference.attention_weights_per_translation(len("the 3rd of March, 1999")),
+    WEIGHTS_COUNT_MISTAKES, "your number of weights")
 
 
 def check(grade_id, student_fn):

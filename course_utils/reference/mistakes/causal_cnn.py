@@ -15,7 +15,7 @@ from course_utils.reference.causal_cnn import conv_output_length as _ref_conv_ou
 from course_utils.reference.causal_cnn import receptive_field as _ref_receptive_field
 from course_utils.reference.causal_cnn import causal_conv1d as _ref_causal_conv1d
 from course_utils.reference.causal_cnn import layers_to_reach as _ref_layers_to_reach
-from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
+from course_utils.reference.mistakes import Exercise, Mistake, think_first
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 
@@ -297,21 +297,23 @@ OUTPUT_LENGTH = Exercise(
 EXERCISES = {exercise.grade_id: exercise for exercise in (CONV, RECEPTIVE_FIELD, OUTPUT_LENGTH)}
 
 
-# --- causal_cnn_layers_needed: the think-first question. Its visible test only checks that `layers_needed` is a positive
-# number (the number itself is the question), so every wrong value below is for the hidden tests.
+# --- causal_cnn_layers_needed: a think-first question. Its visible test only checks that
+# `layers_needed` is a positive number (the number is the question): every wrong value is hidden only.
 LAYERS_MISTAKES = (
-    Mistake('layers_no_dilation', 'you grew the field by one step a layer, as with dilation 1; doubling the dilation doubles the field at every layer.',
-            999),
-    Mistake('layers_rounded_down', 'you rounded the logarithm down: that many layers reach a field of only about half of 1,000 steps.',
-            9),
-    Mistake('layers_one_per_step', 'you gave every input step a layer of its own; the field of kernel 2 with doubling dilations grows much faster than the depth.',
-            1000),
+    Mistake('layers_no_dilation', "you grew the field by one step a layer, as with dilation 1; doubling the "
+                                  "dilation doubles the field at every layer.",
+                                  999),
+    Mistake('layers_rounded_down', "you rounded the logarithm down: that many layers reach a field of only "
+                                   "about half of 1,000 steps.",
+                                   9),
+    Mistake('layers_one_per_step', "you gave every input step a layer of its own; the field of kernel 2 with "
+                                   "doubling dilations grows much faster than the depth.",
+                                   1000),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in LAYERS_MISTAKES}
-EXERCISES['causal_cnn_layers_needed'] = ValueExercise(
-    grade_id='causal_cnn_layers_needed', function_name='layers_needed', reference=_ref_layers_to_reach(1000),
-    make_cases=lambda seed: [((), {})], mistakes=LAYERS_MISTAKES,
-    output_names=('your number of layers',), atol=0.0, rtol=0.0)
+EXERCISES["causal_cnn_layers_needed"] = think_first(
+    "causal_cnn_layers_needed", "layers_needed", _ref_layers_to_reach(1000),
+    LAYERS_MISTAKES, "your number of layers")
 
 
 def check(grade_id, fn):

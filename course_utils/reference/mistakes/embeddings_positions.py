@@ -12,7 +12,7 @@ import torch
 from course_utils.reference.embeddings_positions import cosine_similarity as _ref_cosine_similarity
 from course_utils.reference.embeddings_positions import one_hot as _ref_one_hot
 from course_utils.reference.embeddings_positions import pair_wavelength as _ref_pair_wavelength
-from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
+from course_utils.reference.mistakes import Exercise, Mistake, think_first
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 from course_utils.reference.positions import relative_rotation as _ref_relative_rotation
@@ -331,23 +331,25 @@ ROTATION = Exercise(
 EXERCISES = {exercise.grade_id: exercise for exercise in (ONE_HOT, COSINE, SINUSOIDAL, ROTATION)}
 
 
-# --- embeddings_positions_wavelength: the think-first question. Its visible test only checks that `pair_wavelength` is a positive
-# number (the number itself is the question), so every wrong value below is for the hidden tests.
+# --- embeddings_positions_wavelength: a think-first question. Its visible test only checks that
+# `pair_wavelength` is a positive number (the number is the question): every wrong value is hidden only.
 WAVELENGTH_MISTAKES = (
-    Mistake('wavelength_no_two_pi', 'you gave 1 / w_2; sin(pos * w) comes back when pos * w grows by 2 pi, not by 1.',
-            100.0),
-    Mistake('wavelength_i_not_2i', 'you used 10000^(i / d_model); the exponent is 2i / d_model.',
-            2 * math.pi * 10.0),
-    Mistake('wavelength_frequency', 'you gave the frequency (turns per position); the wavelength is its inverse.',
-            1 / (200 * math.pi)),
-    Mistake('wavelength_dimension_as_pair', 'you took i = 4, the dimension; i counts pairs, and dimensions 4 and 5 are pair 2.',
-            2 * math.pi * 10000.0),
+    Mistake('wavelength_no_two_pi', "you gave 1 / w_2; sin(pos * w) comes back when pos * w grows by 2 pi, not "
+                                    "by 1.",
+                                    100.0),
+    Mistake('wavelength_i_not_2i', "you used 10000^(i / d_model); the exponent is 2i / d_model.",
+                                   2 * math.pi * 10.0),
+    Mistake('wavelength_frequency', "you gave the frequency (turns per position); the wavelength is its "
+                                    "inverse.",
+                                    1 / (200 * math.pi)),
+    Mistake('wavelength_dimension_as_pair', "you took i = 4, the dimension; i counts pairs, and dimensions 4 "
+                                            "and 5 are pair 2.",
+                                            2 * math.pi * 10000.0),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in WAVELENGTH_MISTAKES}
-EXERCISES['embeddings_positions_wavelength'] = ValueExercise(
-    grade_id='embeddings_positions_wavelength', function_name='pair_wavelength', reference=_ref_pair_wavelength(2, 8),
-    make_cases=lambda seed: [((), {})], mistakes=WAVELENGTH_MISTAKES,
-    output_names=('your wavelength',), atol=0.0, rtol=0.005)
+EXERCISES["embeddings_positions_wavelength"] = think_first(
+    "embeddings_positions_wavelength", "pair_wavelength", _ref_pair_wavelength(2, 8),
+    WAVELENGTH_MISTAKES, "your wavelength", rtol=0.005)
 
 
 def check(grade_id, fn):

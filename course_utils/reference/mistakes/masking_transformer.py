@@ -29,7 +29,7 @@ from torch import nn
 from course_utils.grading import SOFTMAX_BUILTINS, GradingError, call_without
 from course_utils.reference import attention
 from course_utils.reference import masking_transformer as reference
-from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
+from course_utils.reference.mistakes import Exercise, Mistake, think_first
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 from course_utils.reference.mistakes.gradients import GradientExercise
@@ -495,21 +495,21 @@ BLOCK = BlockExercise(
 EXERCISES = {exercise.grade_id: exercise for exercise in (CAUSAL, PADDING, MASKED_SOFTMAX, BLOCK)}
 
 
-# --- masking_transformer_blocked_pairs: the think-first question. Its visible test only checks that `blocked_pairs` is a positive
-# number (the number itself is the question), so every wrong value below is for the hidden tests.
+# --- masking_transformer_blocked_pairs: a think-first question. Its visible test only checks that
+# `blocked_pairs` is a positive number (the number is the question): every wrong value is hidden only.
 BLOCKED_MISTAKES = (
-    Mistake('blocked_with_diagonal', 'you blocked the diagonal too; a query may attend to its own position.',
-            2080),
-    Mistake('blocked_half', 'you took half of all pairs; the diagonal stays allowed, so fewer than half are blocked.',
-            2048),
-    Mistake('blocked_both_triangles', 'you counted both triangles; only keys after the query are blocked.',
-            4032),
+    Mistake('blocked_with_diagonal', "you blocked the diagonal too; a query may attend to its own position.",
+                                     2080),
+    Mistake('blocked_half', "you took half of all pairs; the diagonal stays allowed, so fewer than half are "
+                            "blocked.",
+                            2048),
+    Mistake('blocked_both_triangles', "you counted both triangles; only keys after the query are blocked.",
+                                      4032),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in BLOCKED_MISTAKES}
-EXERCISES['masking_transformer_blocked_pairs'] = ValueExercise(
-    grade_id='masking_transformer_blocked_pairs', function_name='blocked_pairs', reference=reference.causally_blocked_pairs(64),
-    make_cases=lambda seed: [((), {})], mistakes=BLOCKED_MISTAKES,
-    output_names=('your number of pairs',), atol=0.0, rtol=0.0)
+EXERCISES["masking_transformer_blocked_pairs"] = think_first(
+    "masking_transformer_blocked_pairs", "blocked_pairs", reference.causally_blocked_pairs(64),
+    BLOCKED_MISTAKES, "your number of pairs")
 
 
 def check(grade_id, fn):

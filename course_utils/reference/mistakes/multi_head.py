@@ -19,7 +19,7 @@ from torch import nn
 
 from course_utils.grading import ATTENTION_BUILTINS, GradingError, call_without
 from course_utils.reference import attention, multi_head as reference
-from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
+from course_utils.reference.mistakes import Exercise, Mistake, think_first
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 
@@ -342,25 +342,26 @@ COUNT = Exercise(
 EXERCISES = {exercise.grade_id: exercise for exercise in (SPLIT, MERGE, ATTENTION, COUNT)}
 
 
-# --- multi_head_weights_count: the think-first question. Its visible test only checks that `head_weights_count` is a positive
-# number (the number itself is the question), so every wrong value below is for the hidden tests.
+# --- multi_head_weights_count: a think-first question. Its visible test only checks that
+# `head_weights_count` is a positive number (the number is the question): every wrong value is hidden only.
 WEIGHT_COUNT_MISTAKES = (
-    Mistake('weights_one_head', 'you counted one head; every head computes its own weights.',
-            200),
-    Mistake('weights_one_sentence', 'you counted one sentence; the batch has two.',
-            800),
-    Mistake('weights_times_head_width', 'you multiplied by the head width; a weight is one number per head and (query, key) pair, however wide the head.',
-            12800),
-    Mistake('weights_times_d_model', 'you multiplied by d_model; a weight is one number per head and (query, key) pair.',
-            102400),
-    Mistake('weights_one_per_token', 'you gave each query one weight; it has one for every key.',
-            160),
+    Mistake('weights_one_head', "you counted one head; every head computes its own weights.",
+                                200),
+    Mistake('weights_one_sentence', "you counted one sentence; the batch has two.",
+                                    800),
+    Mistake('weights_times_head_width', "you multiplied by the head width; a weight is one number per head and "
+                                        "(query, key) pair, however wide the head.",
+                                        12800),
+    Mistake('weights_times_d_model', "you multiplied by d_model; a weight is one number per head and (query, "
+                                     "key) pair.",
+                                     102400),
+    Mistake('weights_one_per_token', "you gave each query one weight; it has one for every key.",
+                                     160),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in WEIGHT_COUNT_MISTAKES}
-EXERCISES['multi_head_weights_count'] = ValueExercise(
-    grade_id='multi_head_weights_count', function_name='head_weights_count', reference=reference.attention_weight_count(2, 10, 8),
-    make_cases=lambda seed: [((), {})], mistakes=WEIGHT_COUNT_MISTAKES,
-    output_names=('your number of weights',), atol=0.0, rtol=0.0)
+EXERCISES["multi_head_weights_count"] = think_first(
+    "multi_head_weights_count", "head_weights_count", reference.attention_weight_count(2, 10, 8),
+    WEIGHT_COUNT_MISTAKES, "your number of weights")
 
 
 def check(grade_id, fn):

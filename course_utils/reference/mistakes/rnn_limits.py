@@ -27,7 +27,7 @@ import torch
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference import rnn_limits as reference
-from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
+from course_utils.reference.mistakes import Exercise, Mistake, think_first
 from course_utils.reference.mistakes.gradients import GradientExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "RNN_BUILTINS", "check"]
@@ -299,23 +299,25 @@ EXERCISES = {
 }
 
 
-# --- rnn_limits_capacity: the think-first question. Its visible test only checks that `longest_string` is a positive
-# number (the number itself is the question), so every wrong value below is for the hidden tests.
+# --- rnn_limits_capacity: a think-first question. Its visible test only checks that
+# `longest_string` is a positive number (the number is the question): every wrong value is hidden only.
 CAPACITY_MISTAKES = (
-    Mistake('capacity_one_bit_a_symbol', 'you counted one bit per symbol; telling 8 symbols apart takes log2(8) = 3 bits each.',
-            64),
-    Mistake('capacity_one_bit_a_number', 'you gave each of the 32 numbers a single bit; the question gives each 2 bits.',
-            10),
-    Mistake('capacity_a_symbol_a_number', 'you stored one symbol per number, but 2 bits tell only 4 values apart, not 8: count bits, not numbers.',
-            32),
-    Mistake('capacity_rounded_up', 'you rounded up: one more symbol needs 3 more bits than the state has left.',
-            22),
+    Mistake('capacity_one_bit_a_symbol', "you counted one bit per symbol; telling 8 symbols apart takes log2(8)"
+                                         " = 3 bits each.",
+                                         64),
+    Mistake('capacity_one_bit_a_number', "you gave each of the 32 numbers a single bit; the question gives each"
+                                         " 2 bits.",
+                                         10),
+    Mistake('capacity_a_symbol_a_number', "you stored one symbol per number, but 2 bits tell only 4 values "
+                                          "apart, not 8: count bits, not numbers.",
+                                          32),
+    Mistake('capacity_rounded_up', "you rounded up: one more symbol needs 3 more bits than the state has left.",
+                                   22),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in CAPACITY_MISTAKES}
-EXERCISES['rnn_limits_capacity'] = ValueExercise(
-    grade_id='rnn_limits_capacity', function_name='longest_string', reference=reference.longest_distinguishable_string(),
-    make_cases=lambda seed: [((), {})], mistakes=CAPACITY_MISTAKES,
-    output_names=('your longest length',), atol=0.0, rtol=0.0)
+EXERCISES["rnn_limits_capacity"] = think_first(
+    "rnn_limits_capacity", "longest_string", reference.longest_distinguishable_string(),
+    CAPACITY_MISTAKES, "your longest length")
 
 
 def check(grade_id, student_fn):

@@ -13,7 +13,7 @@ import torch
 
 from course_utils.grading import AUTOGRAD_BUILTINS
 from course_utils.reference import scaling_dk as reference
-from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
+from course_utils.reference.mistakes import Exercise, Mistake, think_first
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 
@@ -296,25 +296,27 @@ JACOBIAN = Exercise(
 EXERCISES = {exercise.grade_id: exercise for exercise in (VARIANCE, FIT, JACOBIAN)}
 
 
-# --- scaling_dk_raw_variance: the think-first question. Its visible test only checks that `raw_score_variance` is a positive
-# number (the number itself is the question), so every wrong value below is for the hidden tests.
+# --- scaling_dk_raw_variance: a think-first question. Its visible test only checks that
+# `raw_score_variance` is a positive number (the number is the question): every wrong value is hidden only.
 RAW_VARIANCE_MISTAKES = (
-    Mistake('raw_variance_one_factor', 'you multiplied d_k by one variance; a product q_i k_i of independent entries has variance Var(q_i) Var(k_i).',
-            512),
-    Mistake('raw_variance_unit_entries', 'you used entries of variance 1; here each entry has variance 2.',
-            256),
-    Mistake('raw_variance_sqrt_dk', "you used sqrt(d_k): the variances of the d_k products add up, so it is d_k times one product's.",
-            64),
-    Mistake('raw_variance_scaled', 'that is the variance after dividing by sqrt(d_k); the question asks for the raw score.',
-            4),
-    Mistake('raw_variance_std', 'you gave the standard deviation; the variance is its square.',
-            32),
+    Mistake('raw_variance_one_factor', "you multiplied d_k by one variance; a product q_i k_i of independent "
+                                       "entries has variance Var(q_i) Var(k_i).",
+                                       512),
+    Mistake('raw_variance_unit_entries', "you used entries of variance 1; here each entry has variance 2.",
+                                         256),
+    Mistake('raw_variance_sqrt_dk', "you used sqrt(d_k): the variances of the d_k products add up, so it is d_k"
+                                    " times one product's.",
+                                    64),
+    Mistake('raw_variance_scaled', "that is the variance after dividing by sqrt(d_k); the question asks for the"
+                                   " raw score.",
+                                   4),
+    Mistake('raw_variance_std', "you gave the standard deviation; the variance is its square.",
+                                32),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in RAW_VARIANCE_MISTAKES}
-EXERCISES['scaling_dk_raw_variance'] = ValueExercise(
-    grade_id='scaling_dk_raw_variance', function_name='raw_score_variance', reference=reference.dot_product_variance(256, 2.0, 2.0),
-    make_cases=lambda seed: [((), {})], mistakes=RAW_VARIANCE_MISTAKES,
-    output_names=('your variance',), atol=0.0, rtol=0.0)
+EXERCISES["scaling_dk_raw_variance"] = think_first(
+    "scaling_dk_raw_variance", "raw_score_variance", reference.dot_product_variance(256, 2.0, 2.0),
+    RAW_VARIANCE_MISTAKES, "your variance")
 
 
 def check(grade_id, fn):
