@@ -73,15 +73,19 @@ def train_to(attention, seed, eval_pairs, target=0.99, max_steps=1200, eval_ever
     return model, _train(model, attention, seed, eval_pairs, target, max_steps, eval_every, description)
 
 
-def train_many_to(runs, eval_pairs, target=0.99, workers=2):
+def train_many_to(runs, eval_pairs, workers=2):
     """`train_to` for several runs, `workers` at a time (one thread each): runs is a list of
-    (attention, seed, max_steps, eval_every). The models are built one after the other first, so
-    every run gives what `train_to` alone gives. Returns the list of (model, history)."""
-    models = [_new_model(attention, seed) for attention, seed, _, _ in runs]
+    (attention, seed, max_steps, eval_every, target). The models are built one after the other
+    first, so every run gives what `train_to` alone gives. Returns the list of (model, history)."""
+    models = [_new_model(attention, seed) for attention, seed, *_ in runs]
     # The runs with the most steps allowed start first, so that no long run is left for the end alone.
     order = sorted(range(len(runs)), key=lambda i: -runs[i][2])
-    tasks = [lambda i=i: _train(models[i], *runs[i][:2], eval_pairs, target, *runs[i][2:], None) for i in order]
-    histories = dict(zip(order, in_parallel(tasks, workers=workers)))
+
+    def task(i):
+        attention, seed, max_steps, eval_every, target = runs[i]
+        return lambda: _train(models[i], attention, seed, eval_pairs, target, max_steps, eval_every, None)
+
+    histories = dict(zip(order, in_parallel([task(i) for i in order], workers=workers)))
     return [(models[i], histories[i]) for i in range(len(runs))]
 
 

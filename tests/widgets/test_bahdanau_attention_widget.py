@@ -125,9 +125,10 @@ def test_training_stops_at_the_target_and_reports_when_it_got_there():
 def test_train_many_to_gives_what_train_to_gives_alone():
     from course_utils.data import dates
     pairs = dates.held_out_set()[:20]
-    runs = [(True, 1, 12, 5), (False, 2, 8, 4)]
-    together = demo.train_many_to(runs, eval_pairs=pairs, target=None)
-    for (attention, seed, steps, every), (model, history) in zip(runs, together):
-        alone_model, alone = demo.train_to(attention, seed, pairs, target=None, max_steps=steps, eval_every=every)
+    runs = [(True, 1, 12, 5, None), (False, 2, 8, 4, None), (True, 0, 30, 5, 0.0)]
+    together = demo.train_many_to(runs, eval_pairs=pairs)
+    for (attention, seed, steps, every, target), (model, history) in zip(runs, together):
+        alone_model, alone = demo.train_to(attention, seed, pairs, target=target, max_steps=steps, eval_every=every)
         assert history["loss"] == alone["loss"] and history["step"] == alone["step"]
         assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), alone_model.state_dict().values()))
+    assert together[2][1]["step"] == [5]  # its target stopped it at the first measurement
