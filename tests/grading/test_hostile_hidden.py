@@ -25,6 +25,7 @@ pytestmark = pytest.mark.slow
 
 A, NB = "02_causal_cnn", "causal_cnn.ipynb"
 FUNCTIONS = ("causal_conv1d", "receptive_field", "conv_output_length")
+VALUE_QUESTION = "causal_cnn_layers_needed"  # the think-first answer, a number: hostile students leave it blank
 REFERENCE_MODULE = "course_utils.reference.causal_cnn"
 
 # Code put in the first answer cell (the later answer cells stay as released: blank stubs that
@@ -133,7 +134,9 @@ HOSTILE = sorted(FIRST_CELL) + sorted(EVERY_ANSWER)
 
 
 def _answer_cells(nb):
-    return [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
+    """The answer cells that define a function (the think-first answer is a number)."""
+    return [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
+            and c.metadata["nbgrader"]["grade_id"] != VALUE_QUESTION]
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +196,7 @@ def test_a_test_cell_whose_check_did_not_report_fails_with_a_sentence(graded, st
     GradingError comes first, so nbgrader scores the cell zero."""
     nb = H.graded_notebook(graded["out"], A, student, NB)
     tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_tests")]
-    assert len(tests) == len(FUNCTIONS)
+    assert len(tests) == len(FUNCTIONS) + 1  # and the think-first question, left blank
     for cell in tests:
         assert cell.outputs and cell.outputs[0]["output_type"] == "error", json.dumps(cell.outputs)[:500]
     if student == "fake_hidden_module":  # there the visible tests already fail in the kernel
@@ -201,6 +204,8 @@ def test_a_test_cell_whose_check_did_not_report_fails_with_a_sentence(graded, st
     for cell in tests:
         first = cell.outputs[0]
         assert first["ename"] == "GradingError", first
+        if cell.metadata["nbgrader"]["grade_id"] == VALUE_QUESTION + "_tests":
+            continue  # a blank number: the message depends on the attack, the zero does not
         if student == "input_pass":  # nothing of the test cell ran: no results reached the grader
             assert "did not run to the end" in first["evalue"], first
         else:  # the swallowed hidden check still sent the answer's results: judged as they are
