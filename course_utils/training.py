@@ -1,8 +1,14 @@
 """A small training loop with a progress bar, shared by the notebooks that train a model."""
 import contextlib
+import io
+import multiprocessing
 import os
+import pickle
+import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import warnings
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 
 import torch
 from tqdm.auto import tqdm
@@ -21,21 +27,63 @@ def one_thread():
         torch.set_num_threads(before)
 
 
-def in_parallel(tasks, workers=2):
-    """Run zero-argument callables (each trains one small model, say) on `workers` threads and
+def in_parallel(tasks, workers=2, models=None, stop=None, description=None):
+    """Run zero-argument callables (each trains one small model, say) `workers` at a time and
     return their results in the order of `tasks`.
 
-    Each task runs on one PyTorch thread, so a task computes exactly what it would alone: build
-    seeded models before, not inside, the tasks (the global random numbers are shared). PyTorch
-    releases Python's lock inside its operations, so two small trainings on two cores finish in
-    about 0.6-0.75 of the time one after the other. If one task fails, the others still queued
-    are cancelled and the error is raised.
+    Each task runs on one PyTorch thread, so it computes exactly what it would alone: build seeded
+    models before, not inside, the tasks (building one draws from the global random numbers).
+
+    `models`, if given, lists for each task the modules it trains in place (a module, a list of
+    modules, or None). It lets the tasks run in forked copies of this process (Linux), where two
+    tasks on two cores take the time of one; with threads they take 0.6 to 0.75 of the time of both,
+    because Python runs one thread at a time between PyTorch's operations. A worker sends back the
+    task's result (pickled), what it printed (printed here when it ends) and the trained weights of
+    its modules, which are loaded into the modules here; a module of the task's inside the result
+    comes back as the module here, not as a copy. A task whose result cannot be pickled (a lambda in
+    it, say) runs again here, on this thread. Without `models`, or where forking is not possible,
+    the tasks run on threads; `stop`, a threading.Event, is then set on an error or an interrupt so
+    that tasks that watch it end early. Progress bars (`progress`) are silent in a forked worker:
+    with a `description`, one bar here counts the tasks as they end.
+
+    Either way the global random numbers are left as they were. If a task fails, the error is
+    raised here and the tasks still running or queued are stopped.
     """
-    with one_thread(), ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [pool.submit(_on_one_thread, task) for task in tasks]
+    tasks = list(tasks)
+    if models is not None and len(models) != len(tasks):
+        raise ValueError(f"{len(tasks)} tasks but {len(models)} entries in models")
+    bar = progress(total=len(tasks), desc=description, disable=description is None)
+    with bar, torch.random.fork_rng(devices=[]), one_thread():
+        if models is not None and workers > 1 and len(tasks) > 1 and _can_fork():
+            try:
+                return _in_processes(tasks, [_as_modules(m) for m in models], workers, bar)
+            except _ForkRefused:
+                pass  # the system allows no more processes (a sandbox's limit): threads instead
+        return _in_threads(tasks, workers, stop or threading.Event(), bar)
+
+
+def _can_fork():
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _as_modules(entry):
+    if entry is None:
+        return []
+    return [entry] if isinstance(entry, torch.nn.Module) else list(entry)
+
+
+def _in_threads(tasks, workers, stop, bar):
+    def run(index):
+        result = _on_one_thread(tasks[index])
+        bar.update(1)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        futures = [pool.submit(run, index) for index in range(len(tasks))]
         try:
             return [future.result() for future in futures]
         except BaseException:
+            stop.set()
             for future in futures:
                 future.cancel()
             raise
@@ -47,6 +95,104 @@ def _on_one_thread(task):
     return task()
 
 
+class _ForkRefused(Exception):
+    pass
+
+
+# The tasks and modules of the in_parallel running now: forked workers inherit them, so nothing of
+# a task (a closure over the student's functions, say) is pickled; only its index goes to a worker.
+_PENDING = None
+_IN_WORKER = False  # True in a forked worker: progress bars stay silent there
+
+
+class _ModulePickler(pickle.Pickler):
+    """Pickles a task's own modules as their index in the task's list, so that they come back as
+    the parent's modules."""
+
+    def __init__(self, file, modules):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._index = {id(module): i for i, module in enumerate(modules)}
+
+    def persistent_id(self, obj):
+        return self._index.get(id(obj)) if isinstance(obj, torch.nn.Module) else None
+
+
+class _ModuleUnpickler(pickle.Unpickler):
+    def __init__(self, file, modules):
+        super().__init__(file)
+        self._modules = modules
+
+    def persistent_load(self, index):
+        return self._modules[index]
+
+
+def _run_in_worker(index):
+    """In a forked worker: run task `index` and return, pickled, what the parent needs to have the
+    same outcome: the result, the modules' weights and train/eval modes, and what was printed."""
+    global _IN_WORKER
+    _IN_WORKER = True
+    torch.set_num_threads(1)
+    task, modules = _PENDING[0][index], _PENDING[1][index]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        result = task()
+    states = [(module.state_dict(), [sub.training for sub in module.modules()]) for module in modules]
+    buffer = io.BytesIO()
+    try:
+        _ModulePickler(buffer, modules).dump((result, states, printed.getvalue()))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None  # the parent runs this task itself
+    return buffer.getvalue()
+
+
+def _receive(payload, modules):
+    result, states, printed = _ModuleUnpickler(io.BytesIO(payload), modules).load()
+    for module, (state, modes) in zip(modules, states):
+        module.load_state_dict(state)
+        for sub, training in zip(module.modules(), modes):
+            sub.training = training
+    if printed:
+        print(printed, end="")
+    return result
+
+
+def _in_processes(tasks, modules, workers, bar):
+    global _PENDING
+    _PENDING = (tasks, modules)
+    pool = None
+    try:
+        try:
+            with warnings.catch_warnings():  # Python >= 3.12 warns about forking a process with threads
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)),
+                                           mp_context=multiprocessing.get_context("fork"))
+                futures = {pool.submit(_run_in_worker, i): i for i in range(len(tasks))}
+        except OSError as error:
+            raise _ForkRefused() from error
+        results, unsent = [None] * len(tasks), []
+        for future in as_completed(futures):
+            index = futures[future]
+            payload = future.result()
+            if payload is None:
+                unsent.append(index)
+                continue
+            results[index] = _receive(payload, modules[index])
+            bar.update(1)
+        for index in sorted(unsent):
+            results[index] = _on_one_thread(tasks[index])
+            bar.update(1)
+        return results
+    except BaseException:
+        if pool is not None:
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.terminate()  # an interrupted cell stops at once, not when the runs end
+        raise
+    finally:
+        _PENDING = None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
 def grading():
     """True while nbgrader executes the notebook: train only as much as the tests need."""
     return bool(os.environ.get("NBGRADER_EXECUTION"))
@@ -56,6 +202,8 @@ def progress(iterable=None, **kwargs):
     """tqdm's bar: a notebook widget in JupyterLab, plain text in a terminal or under nbval."""
     kwargs.setdefault("leave", False)
     kwargs.setdefault("mininterval", 0.5)
+    if _IN_WORKER:  # a forked worker must not write to the notebook's channels
+        kwargs["disable"] = True
     return tqdm(iterable, **kwargs)
 
 

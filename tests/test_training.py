@@ -1,10 +1,14 @@
 """The shared training helpers of course_utils.training."""
+import os
 import threading
 
 import pytest
 import torch
 
+from course_utils import training
 from course_utils.training import fit_and_evaluate, in_parallel
+
+needs_fork = pytest.mark.skipif(not training._can_fork(), reason="no fork on this platform")
 
 
 def _small_training(seed):
@@ -53,6 +57,86 @@ def test_in_parallel_raises_a_tasks_error_and_restores_the_thread_count():
     with pytest.raises(ValueError, match="diverged"):
         in_parallel([lambda: 1, broken, lambda: 3])
     assert torch.get_num_threads() == before
+
+
+def _train_in_place(model, seed):
+    """Train `model` in place (seeded) and return its losses and the model itself."""
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    losses = []
+    for _ in range(20):
+        x = torch.randn(32, 8, generator=generator)
+        loss = (model(x) - x[:, :3]).pow(2).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    print(f"trained seed {seed}")
+    return {"losses": losses, "model": model, "pid": os.getpid()}
+
+
+def _fresh_models(n):
+    models = []
+    for seed in range(n):
+        torch.manual_seed(seed)
+        models.append(torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)))
+    return models
+
+
+@needs_fork
+@pytest.mark.parametrize("processes", [True, False], ids=["forked workers", "threads"])
+def test_in_parallel_trains_the_models_here_the_same_either_way(monkeypatch, capsys, processes):
+    monkeypatch.setattr(training, "_can_fork", lambda: processes)
+    alone = _fresh_models(3)
+    expected = [_train_in_place(model, seed) for seed, model in enumerate(alone)]
+    capsys.readouterr()
+    models = _fresh_models(3)
+    state = torch.random.get_rng_state()
+    results = in_parallel([lambda m=m, s=s: _train_in_place(m, s) for s, m in enumerate(models)], workers=2,
+                          models=models)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global random numbers as they were
+    for model, same, result, wanted in zip(models, alone, results, expected):
+        assert result["losses"] == wanted["losses"]
+        assert result["model"] is model  # the module here, trained, not a copy
+        for (name, ours), theirs in zip(model.state_dict().items(), same.state_dict().values()):
+            assert torch.equal(ours, theirs), name
+        assert not any(sub.training for sub in model.modules())  # the mode the task left it in
+    assert ({result["pid"] for result in results} != {os.getpid()}) == processes
+    printed = capsys.readouterr().out
+    assert all(f"trained seed {seed}" in printed for seed in range(3))
+
+
+@needs_fork
+def test_in_parallel_without_models_keeps_to_threads():
+    """Without `models` the runner cannot know what to bring back from a worker: it uses threads."""
+    pids = in_parallel([os.getpid] * 3, workers=2)
+    assert set(pids) == {os.getpid()}
+
+
+@needs_fork
+def test_a_failing_forked_task_raises_here_and_an_unpicklable_result_is_computed_here():
+    def broken():
+        raise ValueError("this run diverged")
+
+    with pytest.raises(ValueError, match="diverged"):
+        in_parallel([lambda: 1, broken, lambda: 3], models=[None] * 3)
+    results = in_parallel([lambda: (os.getpid(), lambda: 0), lambda: (os.getpid(), 2)], models=[None, None])
+    assert results[0][0] == os.getpid() and results[0][1]() == 0  # a lambda cannot be pickled
+    assert results[1][0] != os.getpid() and results[1][1] == 2
+
+
+@needs_fork
+def test_in_parallel_falls_back_to_threads_when_no_process_can_start(monkeypatch):
+    class NoProcesses:
+        def __init__(self, *args, **kwargs):
+            raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(training, "ProcessPoolExecutor", NoProcesses)
+    models = _fresh_models(2)
+    results = in_parallel([lambda m=m, s=s: _train_in_place(m, s) for s, m in enumerate(models)], models=models)
+    assert {result["pid"] for result in results} == {os.getpid()}
+    assert results[1]["model"] is models[1]
 
 
 def _regression_batches(seed=0):

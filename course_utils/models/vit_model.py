@@ -22,15 +22,9 @@ whichever of the student's patchify, patch embedding and class token passed.
 Training runs on one CPU thread (restored afterwards): for models this small one thread is as
 fast as two, and it makes every number repeat exactly from run to run and machine to machine.
 """
-import contextlib
-import io
 import math
-import multiprocessing
-import sys
 import threading
 import time
-import warnings
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -39,7 +33,7 @@ from torch.nn import functional as F
 
 from course_utils import grading
 from course_utils.data import digits as digit_data
-from course_utils.training import one_thread, progress
+from course_utils.training import in_parallel, one_thread, progress
 
 __all__ = [
     "PreNormBlock", "TinyViT", "run_vit", "attention_maps", "MLP", "SmallCNN", "make_model",
@@ -257,97 +251,40 @@ def train_classifier(model, x, y, epochs=30, batch_size=64, lr=3e-3, weight_deca
 
 
 def train_many(jobs, workers=2, description="training", show_progress=True):
-    """Train several models at once, `workers` at a time.
+    """Train several models at once, `workers` at a time (`course_utils.training.in_parallel`).
 
     `jobs` is a list of (model, x, y, settings), settings being train_classifier's keyword
     arguments. Every model trains exactly as train_classifier alone would train it (one thread
     each, its own seeded batches), so the results do not depend on `workers` or on how the jobs
     are run; build the models beforehand, because building one draws from the global random
-    numbers. On Linux each worker is a forked copy of this process (`_train_in_processes`): two
-    workers on two cores train two small models in the time of one, where two threads take 0.6 to
-    0.75 of the time of both, since Python runs one thread at a time between PyTorch's operations.
-    Elsewhere (no safe fork: macOS, Windows) the workers are threads. Either way the models are
-    trained in place. Returns the list of train_classifier results, in the order of `jobs`.
+    numbers. On Linux each worker is a forked copy of this process, elsewhere a thread; either way
+    the models are trained in place, and a student's part dropped in training (`model.parts`) is
+    dropped here too. Returns the list of train_classifier results, in the order of `jobs`.
     """
     jobs = list(jobs)
-    bar = progress(total=len(jobs), desc=description, disable=not show_progress)
-    try:
-        if workers > 1 and len(jobs) > 1 and _can_fork():
-            return _train_in_processes(jobs, workers, bar)
-        return _train_in_threads(jobs, workers, bar)
-    finally:
-        bar.close()
+    stop = threading.Event()  # with threads, an interrupted cell stops every run at its next step
 
-
-def _can_fork():
-    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
-
-
-def _train_in_threads(jobs, workers, bar):
-    stop = threading.Event()  # an interrupted cell stops every run at its next step
-
-    def run(job):
-        model, x, y, settings = job
+    def task(model, x, y, settings):
         result = train_classifier(model, x, y, **dict(settings, show_progress=False, stop=stop))
-        bar.update(1)
-        return result
+        return result, list(getattr(model, "parts", {}))
 
-    with torch.random.fork_rng(), one_thread():
-        pool = ThreadPoolExecutor(max_workers=max(1, workers))
-        try:
-            futures = [pool.submit(run, job) for job in jobs]
-            return [future.result() for future in futures]
-        except BaseException:
-            stop.set()
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+    # The longest jobs first, so that no long job is left to run alone at the end.
+    order = sorted(range(len(jobs)), key=lambda i: -_STEP_COST.get(type(jobs[i][0]).__name__, 1.0)
+                   * _planned_steps(jobs[i]))
+    done = in_parallel([lambda job=jobs[i]: task(*job) for i in order], workers=workers,
+                       models=[jobs[i][0] for i in order], stop=stop,
+                       description=description if show_progress else None)
+    results = [None] * len(jobs)
+    for i, (result, parts) in zip(order, done):
+        model = jobs[i][0]
+        if hasattr(model, "parts"):
+            model.parts = {name: model.parts[name] for name in parts}
+        results[i] = result
+    return results
 
-
-# The jobs of the train_many running now: forked workers inherit them, so nothing of a job (a model
-# running the student's functions, say) has to be pickled; only its index goes to a worker.
-_JOBS = None
 
 # Rough cost of one training step, relative to a TinyViT's, to hand out the longest jobs first.
 _STEP_COST = {"TinyViT": 1.0, "SmallCNN": 0.6, "MLP": 0.1}
-
-
-def _train_job(index):
-    """In a forked worker: train job `index` of _JOBS and return what the parent needs to have
-    the same trained model: the result, the weights, the student's parts still in use, and what
-    the training printed (a worker does not write to the notebook itself)."""
-    model, x, y, settings = _JOBS[index]
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-        result = train_classifier(model, x, y, **dict(settings, show_progress=False))
-    weights = {name: value.detach().numpy().copy() for name, value in model.state_dict().items()}
-    return index, result, weights, list(getattr(model, "parts", {})), printed.getvalue()
-
-
-def _train_in_processes(jobs, workers, bar):
-    global _JOBS
-    order = sorted(range(len(jobs)), key=lambda i: -_STEP_COST.get(type(jobs[i][0]).__name__, 1.0)
-                   * _planned_steps(jobs[i]))
-    results = [None] * len(jobs)
-    _JOBS = jobs
-    try:
-        with warnings.catch_warnings():  # Python >= 3.12 warns about forking a process with threads
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pool = multiprocessing.get_context("fork").Pool(processes=min(workers, len(jobs)))
-        with pool:
-            for index, result, weights, parts, printed in pool.imap_unordered(_train_job, order):
-                model = jobs[index][0]
-                model.load_state_dict({name: torch.from_numpy(value) for name, value in weights.items()})
-                model.eval()
-                if hasattr(model, "parts"):
-                    model.parts = {name: model.parts[name] for name in parts}
-                if printed:
-                    print(printed, end="")
-                results[index] = result
-                bar.update(1)
-    finally:
-        _JOBS = None
-    return results
 
 
 def _planned_steps(job):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from course_utils import training
 from course_utils.models import vit_model
 from course_utils.data import digits
 from course_utils.reference import vision_transformer as reference
@@ -124,9 +125,9 @@ def test_train_many_trains_each_model_as_train_classifier_alone_does(data):
 def test_train_many_leaves_the_trained_models_in_place(data, monkeypatch, processes):
     """Forked workers (Linux) and threads (elsewhere) give the same results and the same trained
     models, in the parent's model objects, as training them one by one."""
-    if processes and not vit_model._can_fork():
+    if processes and not training._can_fork():
         pytest.skip("no fork on this platform")
-    monkeypatch.setattr(vit_model, "_can_fork", lambda: processes)
+    monkeypatch.setattr(training, "_can_fork", lambda: processes)
     x, y = data[0][:200], data[1][:200]
     jobs = [(vit_model.make_model(kind, seed=seed), x, y, dict(epochs=1, seed=seed))
             for kind, seed in (("MLP", 0), ("ViT", 1), ("CNN", 2))]
