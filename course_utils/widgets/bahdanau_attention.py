@@ -85,7 +85,8 @@ def train_many_to(runs, eval_pairs, workers=2):
         attention, seed, max_steps, eval_every, target = runs[i]
         return lambda: _train(models[i], attention, seed, eval_pairs, target, max_steps, eval_every, None)
 
-    histories = dict(zip(order, in_parallel([task(i) for i in order], workers=workers)))
+    histories = dict(zip(order, in_parallel([task(i) for i in order], workers=workers,
+                                             models=[models[i] for i in order], description="runs")))
     return [(models[i], histories[i]) for i in range(len(runs))]
 
 

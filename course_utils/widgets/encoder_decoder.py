@@ -17,7 +17,7 @@ from course_utils.training import in_parallel
 from course_utils.widgets.bahdanau_attention import EXAMPLES  # notebook 04's dates, to compare the two
 
 __all__ = ["EXAMPLES", "MODEL_CONFIG", "TRAINING", "WARMUP", "attention_view", "head_map", "bahdanau_alignment",
-           "train_transformer", "train_bahdanau", "reached", "warmup_runs", "warmup_summary"]
+           "train_transformer", "train_bahdanau", "train_side_by_side", "reached", "warmup_runs", "warmup_summary"]
 
 
 # The notebook's model: one encoder layer, two decoder layers of 4 heads, d_model 32.
@@ -69,23 +69,51 @@ def train_transformer(steps, seed=0, eval_pairs=(), eval_every=50, cross_attenti
     from the student's parts where they agree with the course's (`ts.assemble`), trained for
     `steps` with `seed`. Returns (model, history, used) with used = {"cross_attention": bool,
     "block": bool}, which parts are the student's."""
-    config = dict(MODEL_CONFIG)
-    training = dict(TRAINING)
-    for key, value in changes.items():
-        (training if key in training else config)[key] = value
-    model, used = ts.assemble(cross_attention, block, seed=seed, **config)
-    history = ts.fit(model, steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
-                     description=description or f"Transformer, seed {seed}", **training)
-    return model, history, used
+    model, used, training = _new_transformer(seed, cross_attention, block, changes)
+    return model, _fit_transformer(model, steps, seed, eval_pairs, eval_every, description, training), used
 
 
 def train_bahdanau(steps, seed=0, eval_pairs=(), eval_every=10, description=None):
     """Notebook 04's GRU encoder–decoder with Bahdanau attention, its settings, `steps` steps."""
+    model = _new_bahdanau(seed)
+    return model, _fit_bahdanau(model, steps, seed, eval_pairs, eval_every, description)
+
+
+def train_side_by_side(steps, gru_steps, seed=0, eval_pairs=(), eval_every=50, gru_eval_every=10,
+                       cross_attention=None, block=None):
+    """`train_transformer` and `train_bahdanau` at once, one per core (`in_parallel`). The two models
+    are built first, one after the other, so each run gives exactly what it gives alone.
+    Returns ((model, history, used), (gru, gru_history))."""
+    model, used, training = _new_transformer(seed, cross_attention, block, {})
+    gru = _new_bahdanau(seed)
+    history, gru_history = in_parallel(
+        [lambda: _fit_transformer(model, steps, seed, eval_pairs, eval_every, None, training),
+         lambda: _fit_bahdanau(gru, gru_steps, seed, eval_pairs, gru_eval_every, None)],
+        models=[model, gru], description="Transformer and GRU")
+    return (model, history, used), (gru, gru_history)
+
+
+def _new_transformer(seed, cross_attention, block, changes):
+    config, training = dict(MODEL_CONFIG), dict(TRAINING)
+    for key, value in changes.items():
+        (training if key in training else config)[key] = value
+    model, used = ts.assemble(cross_attention, block, seed=seed, **config)
+    return model, used, training
+
+
+def _fit_transformer(model, steps, seed, eval_pairs, eval_every, description, training):
+    return ts.fit(model, steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
+                  description=description or f"Transformer, seed {seed}", **training)
+
+
+def _new_bahdanau(seed):
     torch.manual_seed(seed)
-    model = seq2seq.Seq2Seq(attention=True)
-    history = seq2seq.fit(model, steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
-                          description=description or f"GRU + Bahdanau, seed {seed}")
-    return model, history
+    return seq2seq.Seq2Seq(attention=True)
+
+
+def _fit_bahdanau(model, steps, seed, eval_pairs, eval_every, description):
+    return seq2seq.fit(model, steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
+                       description=description or f"GRU + Bahdanau, seed {seed}")
 
 
 def reached(history, target):
@@ -121,7 +149,8 @@ def warmup_runs(seeds=(0, 1, 2), steps=120, lr=3e-2, warmup=40, batch_size=32, l
                               description=f"{name}, seed {seed}")["loss"]
 
     start = time.perf_counter()
-    losses = in_parallel([task(*run) for run in runs], workers=workers)
+    losses = in_parallel([task(*run) for run in runs], workers=workers, models=[None] * len(runs),  # losses only
+                         description="warm-up runs")
     seconds = time.perf_counter() - start
     out = {}
     for name in arrangements:

@@ -17,10 +17,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.models.tiny_lm import CharLM, LMParts
-from course_utils.training import LMRun, held_out_loss, one_thread, text_batch, train_next_char
+from course_utils.training import LMRun, held_out_loss, in_parallel, one_thread, text_batch, train_next_char
 
 __all__ = [
-    "LMRun", "train_char_lm", "held_out_loss", "next_char_probabilities", "generate", "future_leak",
+    "LMRun", "train_char_lm", "train_many", "held_out_loss", "next_char_probabilities", "generate", "future_leak",
     "next_char_entropy", "attention_maps", "head_roles", "draw_head_offsets", "draw_attention",
     "gradient_norms_by_layer", "top_layer_gradients", "draw_gradient_norms", "draw_masks", "draw_next_char",
     "draw_losses",
@@ -55,6 +55,14 @@ def train_char_lm(steps=300, context=32, batch_size=32, d_model=64, num_heads=4,
     except Exception as error:  # the student's code failed in training: say so, train PyTorch's instead
         return train_with(parts.without_student_code(f"failed in training ({type(error).__name__}: "
                                                      f"{str(error)[:80]})"))
+
+
+def train_many(seeds, parts=None, workers=2, **settings):
+    """`train_char_lm(seed=seed, parts=parts, **settings)` for each seed, `workers` at a time, each
+    on one thread (`in_parallel`): the list of LMRuns, each the run that seed gives alone."""
+    return in_parallel([lambda seed=seed: train_char_lm(seed=seed, parts=parts, **settings) for seed in seeds],
+                       workers=workers, models=[None] * len(seeds),  # the runs come back whole
+                       description="language models")
 
 
 def _prompt_ids(run, prompt):

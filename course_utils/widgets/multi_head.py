@@ -177,7 +177,7 @@ def compare_head_counts(head_counts=(1, 3), seeds=(0, 1, 2), steps=300, d_model=
 
     # Two runs at a time, one per core; each gives what it gives alone (the models are built above).
     done = in_parallel([lambda model=model, seed=seed: run(model, seed) for model, (_, seed) in zip(models, runs)],
-                       workers=workers)
+                       workers=workers, models=models, description="runs")
     results = {num_heads: {} for num_heads in head_counts}
     for (num_heads, seed), result in zip(runs, done):
         results[num_heads][seed] = result

@@ -375,7 +375,9 @@ def bottleneck_experiment(seeds=(0, 1, 2), steps=250, longer_steps=None, task="r
 
     # Two runs at a time, one per core, the long run first (it takes as long as the others together).
     order = sorted(range(len(runs)), key=lambda i: not longer[runs[i][0], runs[i][2]])
-    done = in_parallel([lambda i=i: run(runs[i][0], runs[i][2], models[i]) for i in order], workers=workers)
+    done = in_parallel([lambda i=i: run(runs[i][0], runs[i][2], models[i]) for i in order], workers=workers,
+                       models=[None] * len(order),  # nothing trained here is needed afterwards
+                       description="runs" if progress else None)
     outcome = dict(zip(order, done))
     results = {name: {"by_length": {}, "by_position": {}, "loss": {}} for name in MODELS}
     for i, (name, _, seed) in enumerate(runs):

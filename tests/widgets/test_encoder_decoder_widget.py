@@ -77,6 +77,27 @@ def test_training_repeats_with_the_same_seed():
     assert a == b
 
 
+def test_side_by_side_trains_each_model_as_it_trains_alone():
+    """The student's parts (here the reference's) train in a worker; the weights, histories and
+    parts in use come back to the models of this process."""
+    from course_utils.reference import encoder_decoder as reference
+
+    pairs = dates.held_out_set()[:20]
+    parts = dict(cross_attention=reference.cross_attention, block=reference.DecoderBlock)
+    (model, history, used), (gru, gru_history) = demo.train_side_by_side(6, 4, seed=2, eval_pairs=pairs,
+                                                                        eval_every=3, gru_eval_every=2, **parts)
+    alone, alone_history, alone_used = demo.train_transformer(6, seed=2, eval_pairs=pairs, eval_every=3, **parts)
+    gru_alone, gru_alone_history = demo.train_bahdanau(4, seed=2, eval_pairs=pairs, eval_every=2)
+    assert used == alone_used == {"cross_attention": True, "block": True}
+    for ours, theirs in ((history, alone_history), (gru_history, gru_alone_history)):
+        assert ours["loss"] == theirs["loss"] and ours["accuracy"] == theirs["accuracy"]
+        assert ours["step"] == theirs["step"]
+    for ours, theirs in ((model, alone), (gru, gru_alone)):
+        for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values()):
+            assert torch.equal(a, b), name
+        assert not ours.training
+
+
 def test_reached():
     history = {"step": [10, 20, 30], "seconds": [1.0, 2.0, 3.0], "accuracy": [0.5, 0.99, 1.0]}
     assert demo.reached(history, 0.99) == (20, 2.0)

@@ -233,6 +233,16 @@ def test_the_students_model_starts_where_pytorchs_does_and_trains_the_same():
     assert before == 0.0 and after > 0.0
 
 
+@pytest.mark.parametrize("yours", [True, False], ids=["the student's parts", "PyTorch's"])
+def test_train_many_gives_each_seed_the_run_it_gives_alone(yours):
+    parts = choose_parts(**YOURS) if yours else None
+    together = demo.train_many((1, 2), parts=parts, **SMALL)
+    for seed, run in zip((1, 2), together):
+        alone = demo.train_char_lm(seed=seed, parts=parts, **SMALL)
+        assert run.losses == alone.losses and bool(run.parts.yours) == yours
+        assert demo.held_out_loss(run) == demo.held_out_loss(alone)
+
+
 def test_code_that_fails_in_training_falls_back_to_pytorch_with_a_reason():
     calls = []
 
