@@ -127,6 +127,30 @@ def test_a_failing_forked_task_raises_here_and_an_unpicklable_result_is_computed
 
 
 @needs_fork
+def test_an_interrupt_stops_the_forked_workers_at_once(tmp_path):
+    """An interrupted cell does not wait for the runs under way: their workers are killed."""
+    import signal
+
+    def long_run(name):
+        def task():
+            (tmp_path / f"{name}.started").touch()
+            threading.Event().wait(20)
+            (tmp_path / f"{name}.finished").touch()
+        return task
+
+    def interrupt_once_both_started():
+        while len(list(tmp_path.glob("*.started"))) < 2:
+            threading.Event().wait(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt_once_both_started, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        in_parallel([long_run("a"), long_run("b"), long_run("c")], models=[None] * 3)
+    assert not list(tmp_path.glob("*.finished"))  # killed, not waited for
+    assert not (tmp_path / "c.started").exists()  # and the queued run never started
+
+
+@needs_fork
 def test_in_parallel_falls_back_to_threads_when_no_process_can_start(monkeypatch):
     class NoProcesses:
         def __init__(self, *args, **kwargs):
