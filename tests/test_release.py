@@ -23,8 +23,8 @@ def files_below(folder):
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory):
     course = make_course_copy(tmp_path_factory.mktemp("course"))
-    for assignment in assignments():
-        nbgrader(course, "generate_assignment", assignment, "--force")
+    # What `make release` runs: one nbgrader process for every assignment (it globs the id).
+    nbgrader(course, "generate_assignment", "[0-9][0-9]_*", "--force")
     return course / "notebooks"
 
 
