@@ -11,18 +11,28 @@ from course_utils.training import fit_and_evaluate, in_parallel
 needs_fork = pytest.mark.skipif(not training._can_fork(), reason="no fork on this platform")
 
 
-def _small_training(seed):
-    """A seeded little regression trained for a few steps: its final weights, to compare."""
-    torch.manual_seed(seed)
-    model = torch.nn.Linear(8, 3)
+def _train_in_place(model, seed):
+    """Train `model` in place (seeded) and return its losses and the model itself."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    losses = []
     for _ in range(20):
         x = torch.randn(32, 8, generator=generator)
         loss = (model(x) - x[:, :3]).pow(2).mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    print(f"trained seed {seed}")
+    return {"losses": losses, "model": model, "pid": os.getpid()}
+
+
+def _small_training(seed):
+    """A seeded little regression trained for a few steps: its final weights, to compare."""
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(8, 3)
+    _train_in_place(model, seed)
     return model.weight.detach().clone()
 
 
@@ -57,23 +67,6 @@ def test_in_parallel_raises_a_tasks_error_and_restores_the_thread_count():
     with pytest.raises(ValueError, match="diverged"):
         in_parallel([lambda: 1, broken, lambda: 3])
     assert torch.get_num_threads() == before
-
-
-def _train_in_place(model, seed):
-    """Train `model` in place (seeded) and return its losses and the model itself."""
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
-    losses = []
-    for _ in range(20):
-        x = torch.randn(32, 8, generator=generator)
-        loss = (model(x) - x[:, :3]).pow(2).mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    model.eval()
-    print(f"trained seed {seed}")
-    return {"losses": losses, "model": model, "pid": os.getpid()}
 
 
 def _fresh_models(n):
