@@ -1,0 +1,445 @@
+"""Wrong answers to notebook 11's exercises, written without reading its mistake catalogue
+(tests/exercises/test_uncatalogued.py): each must fail the exercise's whole test cell."""
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+# ---------------------------------------------------------------- forward_with_cache
+def _fwc(model, tokens, cache=None, pos="right", mask="right", cat_dim=2, inplace=False, scale=None,
+         cache_what="split", per_block_cache=True, batch0=False):
+    B, T_new = tokens.shape
+    T_past = 0 if not cache else cache[0][0].shape[2]
+    if pos == "right":
+        positions = torch.arange(T_past, T_past + T_new)
+    elif pos == "zero":
+        positions = torch.arange(T_new)
+    else:
+        positions = pos(T_past, T_new)
+    x = model.embed(tokens, positions)
+    new_cache = [] if not inplace or cache is None else cache
+    for i, block in enumerate(model.blocks):
+        a = block.attn
+        h = block.norm1(x)
+        q, k, v = a.split_heads(a.q_proj(h)), a.split_heads(a.k_proj(h)), a.split_heads(a.v_proj(h))
+        if cache:
+            j = i if per_block_cache else 0
+            k = torch.cat([cache[j][0], k], dim=cat_dim)
+            v = torch.cat([cache[j][1], v], dim=cat_dim)
+        if batch0:
+            k, v = k[:1].expand_as(k), v[:1].expand_as(v)
+        Tk = k.shape[2]
+        if mask == "right":
+            m = torch.ones(T_new, Tk, dtype=torch.bool).tril(diagonal=Tk - T_new)
+        elif mask == "plain_tril":
+            m = torch.ones(T_new, Tk, dtype=torch.bool).tril()
+        elif mask == "none":
+            m = torch.ones(T_new, Tk, dtype=torch.bool)
+        else:
+            m = mask(T_new, Tk)
+        scores = q @ k.transpose(-2, -1) / (scale or math.sqrt(a.head_dim))
+        scores = scores.masked_fill(~m, float("-inf"))
+        o = torch.softmax(scores, -1) @ v
+        x = x + a.out_proj(a.merge_heads(o))
+        x = x + block.mlp(block.norm2(x))
+        if inplace and cache is not None:
+            cache[i] = (k, v)
+        else:
+            new_cache.append((k, v))
+    return model.head(model.norm(x)), new_cache
+
+
+def fwc_positions_from_zero(model, tokens, cache=None):
+    """Embeds the new tokens at positions 0..T_new-1, forgetting T_past."""
+    return _fwc(model, tokens, cache, pos="zero")
+
+
+def fwc_positions_off_by_one(model, tokens, cache=None):
+    """Starts the new positions at T_past + 1."""
+    return _fwc(model, tokens, cache, pos=lambda p, n: torch.arange(p + 1, p + 1 + n) if p else torch.arange(n))
+
+
+def fwc_plain_tril(model, tokens, cache=None):
+    """A plain tril() of shape (T_new, T_past + T_new): the triangle aligned top-left."""
+    return _fwc(model, tokens, cache, mask="plain_tril")
+
+
+def fwc_no_mask_after_prompt(model, tokens, cache=None):
+    """Masks the prompt but not the later calls (right for one new token, wrong for two)."""
+    return _fwc(model, tokens, cache, mask="right" if cache is None else "none")
+
+
+def fwc_no_mask(model, tokens, cache=None):
+    """No mask at all."""
+    return _fwc(model, tokens, cache, mask="none")
+
+
+def fwc_modifies_cache(model, tokens, cache=None):
+    """Writes the extended pairs back into the list it was given."""
+    return _fwc(model, tokens, cache, inplace=True)
+
+
+def fwc_scale_d_model(model, tokens, cache=None):
+    """Divides the scores by sqrt(d_model) instead of sqrt(head_dim)."""
+    return _fwc(model, tokens, cache, scale=math.sqrt(model.blocks[0].attn.head_dim * model.blocks[0].attn.num_heads))
+
+
+def fwc_one_cache_for_all_blocks(model, tokens, cache=None):
+    """Reads block 0's cache in every block."""
+    return _fwc(model, tokens, cache, per_block_cache=False)
+
+
+def fwc_batch_zero_cache(model, tokens, cache=None):
+    """Every sequence reads sequence 0's keys and values."""
+    return _fwc(model, tokens, cache, batch0=True)
+
+
+def fwc_recompute_then_slice(model, tokens, cache=None):
+    """Games the test: keeps the token ids in the cache and recomputes everything each call."""
+    out = _fwc(model, tokens, None)
+    return out
+
+
+def fwc_float32_logits(model, tokens, cache=None):
+    """Returns float32 logits for a float64 model."""
+    logits, c = _fwc(model, tokens, cache)
+    return logits.float(), c
+
+
+def fwc_last_position_only(model, tokens, cache=None):
+    """Returns only the last new token's logits when a cache is given."""
+    logits, c = _fwc(model, tokens, cache)
+    return (logits if cache is None else logits[:, -1:]), c
+
+
+def fwc_mask_diag_tpast_minus_one(model, tokens, cache=None):
+    """tril(diagonal=T_past - 1): the new query does not see its own key."""
+    return _fwc(model, tokens, cache, mask=lambda n, tk: torch.ones(n, tk, dtype=torch.bool).tril(diagonal=tk - n - 1)
+                if tk > n else torch.ones(n, tk, dtype=torch.bool).tril())
+
+
+def fwc_cache_before_split(model, tokens, cache=None):
+    """Caches (B, T, d_model) keys and values (before split_heads), not (B, h, T, d_head)."""
+    logits, c = _fwc(model, tokens, cache if cache is None else
+                     [(m.blocks[0].attn.split_heads(k), model.blocks[0].attn.split_heads(v)) for (k, v), m in
+                      zip(cache, [model] * len(cache))])
+    a = model.blocks[0].attn
+    return logits, [(a.merge_heads(k), a.merge_heads(v)) for k, v in c]
+
+
+# ---------------------------------------------------------------- predicted_gib = 3
+class predicted_gib_values:  # noqa: N801
+    thirty_two_kv_heads = 12
+    keys_only = 1.5
+    one_sequence = 1
+    in_bytes = 3 * 2**30
+    float32 = 6
+    as_string = "3"
+    as_bool = True
+    as_nan = float("nan")
+    in_gb = 3 * 2**30 / 1e9
+    no_layers = 3 / 32
+
+
+# ---------------------------------------------------------------- kv_cache_bytes
+def kvb_query_heads(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1):
+    """Counts the query heads instead of the key/value heads."""
+    return 2 * num_layers * T * num_heads * head_dim * bytes_per_value * batch_size
+
+
+def kvb_no_batch(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1):
+    """Ignores batch_size."""
+    return 2 * num_layers * T * num_kv_heads * head_dim * bytes_per_value
+
+
+def kvb_keys_only(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1):
+    """Forgets the factor 2 (keys and values)."""
+    return num_layers * T * num_kv_heads * head_dim * bytes_per_value * batch_size
+
+
+def kvb_float(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1):
+    """Returns a float (d_model * kv/heads), not an int."""
+    return 2 * num_layers * T * (num_heads * head_dim) * (num_kv_heads / num_heads) * bytes_per_value * batch_size
+
+
+def kvb_group_ratio(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1):
+    """Multiplies by the group size num_heads // num_kv_heads."""
+    return 2 * num_layers * T * (num_heads // num_kv_heads) * head_dim * bytes_per_value * batch_size
+
+
+def kvb_numpy_int(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1):
+    """Returns a numpy integer (np.prod), not an int."""
+    return np.prod([2, num_layers, T, num_kv_heads, head_dim, bytes_per_value, batch_size])
+
+
+def kvb_hard_coded(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1):
+    """Games the visible cases: a table of their answers, 0 otherwise."""
+    return {(2, 1024): 2 * 2 * 1024 * 64 * 4, (2, 10): 3840, (1, 100): 2 * 100 * 64 * 4}.get((num_layers, T), 0)
+
+
+def kvb_bits(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1):
+    """Swaps head_dim and the number of kv heads with the query heads when MQA (special-cased)."""
+    kv = num_kv_heads if num_kv_heads in (1, 2, num_heads) else num_heads
+    return 2 * num_layers * T * kv * head_dim * bytes_per_value * batch_size
+
+
+def kvb_int32_overflow(num_layers, T, num_heads, num_kv_heads, head_dim, bytes_per_value, batch_size=1):
+    """Computes in numpy int32, which overflows past 2 GiB."""
+    return int(np.prod(np.array([2, num_layers, T, num_kv_heads, head_dim, bytes_per_value, batch_size],
+                                dtype=np.int32), dtype=np.int32))
+
+
+# ---------------------------------------------------------------- top_k_probs
+def _topk(logits, k, temperature=1.0, tie="stable", keep=None, div=True):
+    if temperature == 0:
+        first = logits.argmax(-1, keepdim=True)
+        return torch.zeros_like(logits).scatter(-1, first, 1.0)
+    z = logits / temperature if div else logits * temperature
+    V = z.shape[-1]
+    kk = min(k, V) if keep is None else keep(k, V)
+    if tie == "stable":
+        idx = torch.sort(z, dim=-1, descending=True, stable=True).indices[..., :kk]
+    else:
+        idx = torch.topk(z, kk, dim=-1).indices
+    keepmask = torch.zeros_like(z, dtype=torch.bool).scatter(-1, idx, True)
+    return torch.softmax(z.masked_fill(~keepmask, float("-inf")), dim=-1)
+
+
+def tk_topk(logits, k, temperature=1.0):
+    """torch.topk, whose choice among tied logits is unspecified."""
+    return _topk(logits, k, temperature, tie="topk") if k <= logits.shape[-1] else _topk(logits, k, temperature)
+
+
+def tk_threshold_keeps_ties(logits, k, temperature=1.0):
+    """Keeps every logit >= the k-th largest (ties give more than k tokens)."""
+    if temperature == 0:
+        return _topk(logits, k, 0)
+    z = logits / temperature
+    kth = torch.sort(z, dim=-1, descending=True).values[..., min(k, z.shape[-1]) - 1:min(k, z.shape[-1])]
+    return torch.softmax(z.masked_fill(z < kth, float("-inf")), -1)
+
+
+def tk_multiplies_temperature(logits, k, temperature=1.0):
+    """Multiplies the logits by the temperature."""
+    return _topk(logits, k, temperature, div=False)
+
+
+def tk_eps_temperature(logits, k, temperature=1.0):
+    """Replaces temperature 0 by 1e-10 (ties share the one-hot)."""
+    t = max(temperature, 1e-10)
+    z = logits / t
+    idx = torch.sort(z, dim=-1, descending=True, stable=True).indices[..., :min(k, z.shape[-1])]
+    keepmask = torch.zeros_like(z, dtype=torch.bool).scatter(-1, idx, True)
+    w = torch.exp(z - z.amax(-1, keepdim=True)).masked_fill(~keepmask, 0.0)
+    return w / w.sum(-1, keepdim=True)
+
+
+def tk_divides_in_place(logits, k, temperature=1.0):
+    """Divides the caller's logits by the temperature in place."""
+    if temperature == 0:
+        return _topk(logits, k, 0)
+    logits /= temperature
+    return _topk(logits, k, 1.0)
+
+
+def tk_keeps_k_plus_one(logits, k, temperature=1.0):
+    """Off by one: keeps k + 1 tokens."""
+    return _topk(logits, k, temperature, keep=lambda k, V: min(k + 1, V))
+
+
+def tk_ties_to_higher_index(logits, k, temperature=1.0):
+    """Stable ascending sort, then flipped: ties go to the higher index."""
+    if temperature == 0:
+        return _topk(logits, k, 0)
+    z = logits / temperature
+    idx = torch.sort(z, dim=-1, stable=True).indices.flip(-1)[..., :min(k, z.shape[-1])]
+    keepmask = torch.zeros_like(z, dtype=torch.bool).scatter(-1, idx, True)
+    return torch.softmax(z.masked_fill(~keepmask, float("-inf")), -1)
+
+
+def tk_float32(logits, k, temperature=1.0):
+    """Returns float32 probabilities for float64 logits."""
+    return _topk(logits, k, temperature).float()
+
+
+def tk_one_hot_long(logits, k, temperature=1.0):
+    """At temperature 0 returns F.one_hot (an int64 tensor)."""
+    if temperature == 0:
+        return F.one_hot(logits.argmax(-1), logits.shape[-1])
+    return _topk(logits, k, temperature)
+
+
+def tk_greedy_ignores_ties_last(logits, k, temperature=1.0):
+    """At temperature 0 takes the last maximal logit."""
+    if temperature == 0:
+        V = logits.shape[-1]
+        last = V - 1 - logits.flip(-1).argmax(-1, keepdim=True)
+        return torch.zeros_like(logits).scatter(-1, last, 1.0)
+    return _topk(logits, k, temperature)
+
+
+def tk_kth_index_crash(logits, k, temperature=1.0):
+    """Reads the k-th sorted value without clamping k to V (k > V crashes)."""
+    if temperature == 0:
+        return _topk(logits, k, 0)
+    z = logits / temperature
+    s = torch.sort(z, dim=-1, descending=True, stable=True)
+    _ = s.values[..., k - 1]
+    return _topk(logits, k, temperature)
+
+
+def tk_last_axis_2d_only(logits, k, temperature=1.0):
+    """Sorts along dim=1, right for 2-D logits only."""
+    if temperature == 0 or logits.dim() != 3:
+        return _topk(logits, k, temperature)
+    z = logits / temperature
+    idx = torch.sort(z, dim=1, descending=True, stable=True).indices[:, :min(k, z.shape[1])]
+    keepmask = torch.zeros_like(z, dtype=torch.bool).scatter(1, idx, True)
+    return torch.softmax(z.masked_fill(~keepmask, float("-inf")), -1)
+
+
+def tk_temperature_after_softmax_topk_ignored_when_greedy_k(logits, k, temperature=1.0):
+    """At temperature 0 keeps the top-k tokens with equal probability instead of a one-hot."""
+    if temperature == 0:
+        idx = torch.sort(logits, dim=-1, descending=True, stable=True).indices[..., :min(k, logits.shape[-1])]
+        m = torch.zeros_like(logits).scatter(-1, idx, 1.0)
+        return m * (logits == logits.amax(-1, keepdim=True)) / (m * (logits == logits.amax(-1, keepdim=True))).sum(-1, keepdim=True)
+    return _topk(logits, k, temperature)
+
+
+# ---------------------------------------------------------------- top_p_probs
+def _topp(logits, p, rule="exclusive_lt", sort=True, renorm=True, stable=True, descending=True):
+    q = torch.softmax(logits, -1)
+    if sort:
+        s = torch.sort(q, dim=-1, descending=descending, stable=stable)
+        sq, idx = s.values, s.indices
+    else:
+        sq, idx = q, torch.arange(q.shape[-1]).expand_as(q)
+    csum = sq.cumsum(-1)
+    before = csum - sq
+    if rule == "exclusive_lt":
+        keep_sorted = before < p
+    elif rule == "exclusive_le":
+        keep_sorted = before <= p
+    elif rule == "inclusive_lt":
+        keep_sorted = csum < p
+        keep_sorted[..., 0] = True
+    elif rule == "inclusive_le":
+        keep_sorted = csum <= p
+        keep_sorted[..., 0] = True
+    keep = torch.zeros_like(keep_sorted).scatter(-1, idx, keep_sorted)
+    w = q * keep
+    return w / w.sum(-1, keepdim=True) if renorm else w
+
+
+def tp_stop_before_crossing(logits, p):
+    """Keeps tokens while the cumulative sum including them is below p (drops the one that crosses)."""
+    return _topp(logits, p, rule="inclusive_lt")
+
+
+def tp_inclusive_le(logits, p):
+    """Keeps tokens whose cumulative sum including them is <= p."""
+    return _topp(logits, p, rule="inclusive_le")
+
+
+def tp_exclusive_le(logits, p):
+    """Keeps a token when its predecessors sum to <= p (one token too many at exactly p)."""
+    return _topp(logits, p, rule="exclusive_le")
+
+
+def tp_no_renormalise(logits, p):
+    """Zeroes the tail without renormalising."""
+    return _topp(logits, p, renorm=False)
+
+
+def tp_no_sort(logits, p):
+    """Accumulates in index order, never sorting by probability."""
+    return _topp(logits, p, sort=False)
+
+
+def tp_ascending(logits, p):
+    """Sorts in increasing order."""
+    return _topp(logits, p, descending=False)
+
+
+def tp_float32(logits, p):
+    """Returns float32 probabilities for float64 logits."""
+    return _topp(logits, p).float()
+
+
+def tp_modifies_logits(logits, p):
+    """Writes -inf into the caller's logits for the dropped tokens."""
+    out = _topp(logits, p)
+    logits.masked_fill_(out == 0, float("-inf"))
+    return out
+
+
+def tp_sorted_order(logits, p):
+    """Returns the probabilities in sorted order (forgets to scatter back)."""
+    q = torch.softmax(logits, -1)
+    s = torch.sort(q, dim=-1, descending=True, stable=True).values
+    keep = (s.cumsum(-1) - s) < p
+    w = s * keep
+    return w / w.sum(-1, keepdim=True)
+
+
+def tp_softmax_wrong_axis(logits, p):
+    """Softmax over dim 0 (right for one row only)."""
+    q = torch.softmax(logits, 0) if logits.dim() > 1 else torch.softmax(logits, -1)
+    s = torch.sort(q, dim=-1, descending=True, stable=True)
+    keep = torch.zeros_like(q, dtype=torch.bool).scatter(-1, s.indices, (s.values.cumsum(-1) - s.values) < p)
+    w = q * keep
+    return w / w.sum(-1, keepdim=True)
+
+
+def tp_threshold_on_prob(logits, p):
+    """Keeps tokens whose own probability is at least 1 - p."""
+    q = torch.softmax(logits, -1)
+    keep = q >= (1 - p)
+    keep = keep | (q == q.amax(-1, keepdim=True))
+    w = q * keep
+    return w / w.sum(-1, keepdim=True)
+
+
+def tp_p_one_shortcut_else_top1(logits, p):
+    """Games the visible cases: p = 1 returns the softmax, anything else keeps tokens until >= p by 2 tokens max."""
+    q = torch.softmax(logits, -1)
+    if p >= 1:
+        return q
+    return _topp(logits, p).where(torch.ones_like(q, dtype=torch.bool), q)
+
+
+WRONG_ANSWERS = {
+    "fast_generation_kv_cache": [
+        fwc_positions_from_zero, fwc_positions_off_by_one, fwc_plain_tril, fwc_no_mask_after_prompt, fwc_no_mask,
+        fwc_modifies_cache, fwc_scale_d_model, fwc_one_cache_for_all_blocks, fwc_batch_zero_cache,
+        fwc_recompute_then_slice, fwc_last_position_only, fwc_mask_diag_tpast_minus_one,
+        fwc_cache_before_split,
+    ],
+    "fast_generation_predict_cache": [v for k, v in vars(predicted_gib_values).items() if not k.startswith("_")],
+    "fast_generation_cache_bytes": [
+        kvb_query_heads, kvb_no_batch, kvb_keys_only, kvb_float, kvb_group_ratio, kvb_hard_coded,
+        kvb_bits, ],
+    "fast_generation_top_k": [
+        tk_topk, tk_threshold_keeps_ties, tk_multiplies_temperature, tk_eps_temperature, tk_divides_in_place,
+        tk_keeps_k_plus_one, tk_ties_to_higher_index, tk_greedy_ignores_ties_last,
+        tk_kth_index_crash, tk_last_axis_2d_only, tk_temperature_after_softmax_topk_ignored_when_greedy_k,
+    ],
+    "fast_generation_top_p": [
+        tp_stop_before_crossing, tp_inclusive_le, tp_exclusive_le, tp_no_renormalise, tp_no_sort, tp_ascending,
+        tp_modifies_logits, tp_sorted_order, tp_softmax_wrong_axis, tp_threshold_on_prob,
+    ],
+}
+
+# Wrong answers that PASS their test cell today (holes in the hidden tests), kept out of
+# WRONG_ANSWERS so that the suite stays green until the tests are fixed: (grade_id, answer).
+HOLES = [
+    ('fast_generation_kv_cache', fwc_float32_logits),
+    ('fast_generation_cache_bytes', kvb_numpy_int),
+    ('fast_generation_cache_bytes', kvb_int32_overflow),
+    ('fast_generation_top_k', tk_float32),
+    ('fast_generation_top_k', tk_one_hot_long),
+    ('fast_generation_top_p', tp_float32),
+]

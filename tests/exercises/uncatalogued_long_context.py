@@ -1,0 +1,305 @@
+"""Wrong answers to notebook 12's exercises, written without reading its mistake catalogue
+(tests/exercises/test_uncatalogued.py): each must fail the exercise's whole test cell."""
+import math
+
+import numpy as np
+import torch
+
+
+# ---------------------------------------------------------------- apply_rope
+def _rope(x, positions=None, base=10000.0, sign=1.0, pairing="neighbours", two=2.0, angle_dtype=torch.float64,
+          pos_shift=0, inplace=False):
+    T, d = x.shape[-2], x.shape[-1]
+    pos = torch.arange(T) if positions is None else positions
+    pos = pos.to(angle_dtype) + pos_shift
+    i = torch.arange(d // 2, dtype=angle_dtype)
+    theta = base ** (-two * i / d)
+    a = pos[:, None] * theta[None, :]
+    cos, sin = torch.cos(a), sign * torch.sin(a)
+    if pairing == "neighbours":
+        x0, x1 = x[..., 0::2], x[..., 1::2]
+    else:
+        x0, x1 = x[..., : d // 2], x[..., d // 2:]
+    y0 = (x0 * cos - x1 * sin).to(x.dtype)
+    y1 = (x0 * sin + x1 * cos).to(x.dtype)
+    if inplace:
+        out = x
+        y0, y1 = y0.clone(), y1.clone()
+    else:
+        out = torch.empty_like(x)
+    if pairing == "neighbours":
+        out[..., 0::2], out[..., 1::2] = y0, y1
+    else:
+        out[..., : d // 2], out[..., d // 2:] = y0, y1
+    return out
+
+
+def rope_clockwise(x, positions=None):
+    """Rotates clockwise (the sign of sin flipped)."""
+    return _rope(x, positions, sign=-1.0)
+
+
+def rope_half_split(x, positions=None):
+    """Pairs column i with column i + d/2 (the other convention)."""
+    return _rope(x, positions, pairing="half")
+
+
+def rope_no_factor_two(x, positions=None):
+    """theta_i = 10000^(-i/d), the 2 forgotten."""
+    return _rope(x, positions, two=1.0)
+
+
+def rope_base_1000(x, positions=None):
+    """Base 1000 instead of 10000."""
+    return _rope(x, positions, base=1000.0)
+
+
+def rope_ignores_positions(x, positions=None):
+    """Always uses 0..T-1."""
+    return _rope(x, None)
+
+
+def rope_positions_from_one(x, positions=None):
+    """Default positions 1..T."""
+    return _rope(x, positions, pos_shift=1 if positions is None else 0)
+
+
+def rope_in_place(x, positions=None):
+    """Writes the rotated pairs into x and returns it."""
+    return _rope(x, positions, inplace=True)
+
+
+def rope_float32_angles(x, positions=None):
+    """Computes the angles in float32 whatever x's dtype (float64 answers lose accuracy at large positions)."""
+    return _rope(x, positions, angle_dtype=torch.float32)
+
+
+def rope_concat_not_interleave(x, positions=None):
+    """Returns [rotated evens, rotated odds] concatenated instead of interleaved."""
+    T, d = x.shape[-2], x.shape[-1]
+    pos = (torch.arange(T) if positions is None else positions).double()
+    a = pos[:, None] * 10000.0 ** (-2 * torch.arange(d // 2, dtype=torch.float64) / d)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.cat([x0 * torch.cos(a) - x1 * torch.sin(a), x0 * torch.sin(a) + x1 * torch.cos(a)], -1).to(x.dtype)
+
+
+def rope_adds_sinusoid(x, positions=None):
+    """Adds the sinusoidal encoding instead of rotating."""
+    T, d = x.shape[-2], x.shape[-1]
+    pos = (torch.arange(T) if positions is None else positions).double()
+    a = pos[:, None] * 10000.0 ** (-2 * torch.arange(d // 2, dtype=torch.float64) / d)
+    pe = torch.zeros(T, d, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(a), torch.cos(a) - 1
+    return (x + pe).to(x.dtype)
+
+
+def rope_float64_out(x, positions=None):
+    """Returns float64 for a float32 x."""
+    return _rope(x, positions).double() if x.dtype == torch.float32 else _rope(x, positions)
+
+
+def rope_theta_over_d_half(x, positions=None):
+    """theta_i = 10000^(-4i/d): the exponent 2i divided by d/2 instead of d."""
+    return _rope(x, positions, two=4.0)
+
+
+def rope_angle_index_from_columns(x, positions=None):
+    """theta from the pair's second column: 10000^(-(2i+1)/d)."""
+    T, d = x.shape[-2], x.shape[-1]
+    pos = (torch.arange(T) if positions is None else positions).double()
+    a = pos[:, None] * 10000.0 ** (-(2 * torch.arange(d // 2, dtype=torch.float64) + 1) / d)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = (x0 * torch.cos(a) - x1 * torch.sin(a)).to(x.dtype)
+    out[..., 1::2] = (x0 * torch.sin(a) + x1 * torch.cos(a)).to(x.dtype)
+    return out
+
+
+# ---------------------------------------------------------------- attention_weights_bytes
+def awb_no_batch(T, num_heads, batch_size=1, bytes_per_number=4):
+    """Ignores batch_size."""
+    return T * T * num_heads * bytes_per_number
+
+
+def awb_causal_half(T, num_heads, batch_size=1, bytes_per_number=4):
+    """Counts only the causal triangle T(T+1)/2."""
+    return batch_size * num_heads * T * (T + 1) // 2 * bytes_per_number
+
+
+def awb_always_float32(T, num_heads, batch_size=1, bytes_per_number=4):
+    """Ignores bytes_per_number (always 4)."""
+    return batch_size * num_heads * T * T * 4
+
+
+def awb_float(T, num_heads, batch_size=1, bytes_per_number=4):
+    """Returns a float (T**2.0)."""
+    return batch_size * num_heads * T ** 2.0 * bytes_per_number
+
+
+def awb_no_heads(T, num_heads, batch_size=1, bytes_per_number=4):
+    """Forgets the heads."""
+    return batch_size * T * T * bytes_per_number
+
+
+def awb_bits(T, num_heads, batch_size=1, bytes_per_number=4):
+    """Counts bits (x8)."""
+    return batch_size * num_heads * T * T * bytes_per_number * 8
+
+
+def awb_numpy(T, num_heads, batch_size=1, bytes_per_number=4):
+    """Returns a numpy int32 product (overflows past 2 GiB)."""
+    return np.prod(np.array([batch_size, num_heads, T, T, bytes_per_number], dtype=np.int32), dtype=np.int32)
+
+
+def awb_t_times_d(T, num_heads, batch_size=1, bytes_per_number=4):
+    """Counts 2T numbers per head (T + T) instead of T x T."""
+    return batch_size * num_heads * 2 * T * bytes_per_number
+
+
+# ---------------------------------------------------------------- blocked_attention
+def _blocked(q, k, v, mask=None, block_size=4, rescale=True, guard=True, zero_empty=True, scale=None,
+             mask_slice=lambda m, s, e: m[..., s:e], init=float("-inf"), fill=float("-inf"), out_dtype=None,
+             drop_last=False):
+    d = q.shape[-1]
+    Tk = k.shape[-2]
+    m = torch.full(q.shape[:-1] + (1,), init, dtype=q.dtype)
+    l = torch.zeros(q.shape[:-1] + (1,), dtype=q.dtype)
+    a = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype)
+    stop_at = (Tk // block_size) * block_size if drop_last else Tk
+    for s in range(0, stop_at, block_size):
+        e = min(s + block_size, Tk)
+        sc = q @ k[..., s:e, :].transpose(-2, -1) / (scale or math.sqrt(d))
+        if mask is not None:
+            sc = sc.masked_fill(~mask_slice(mask, s, e), fill)
+        m_new = torch.maximum(m, sc.amax(-1, keepdim=True))
+        m_safe = torch.where(torch.isinf(m_new) & (m_new < 0), torch.zeros_like(m_new), m_new) if guard else m_new
+        p = torch.exp(sc - m_safe)
+        c = torch.exp(m - m_safe) if rescale else torch.ones_like(m)
+        l = l * c + p.sum(-1, keepdim=True)
+        a = a * c + p @ v[..., s:e, :]
+        m = m_new
+    if zero_empty:
+        out = torch.where(l > 0, a / torch.where(l > 0, l, torch.ones_like(l)), torch.zeros_like(a))
+    else:
+        out = a / l
+    return out if out_dtype is None else out.to(out_dtype)
+
+
+def ba_no_rescale(q, k, v, mask=None, block_size=4):
+    """Never rescales the old sums when the maximum grows."""
+    return _blocked(q, k, v, mask, block_size, rescale=False)
+
+
+def ba_no_guard(q, k, v, mask=None, block_size=4):
+    """Subtracts m even while it is -inf (nan after a fully masked first block)."""
+    return _blocked(q, k, v, mask, block_size, guard=False)
+
+
+def ba_nan_for_empty_row(q, k, v, mask=None, block_size=4):
+    """Divides by l = 0 for a row with no allowed key."""
+    return _blocked(q, k, v, mask, block_size, zero_empty=False)
+
+
+def ba_scale_sqrt_dv(q, k, v, mask=None, block_size=4):
+    """Divides the scores by sqrt(d_v)."""
+    return _blocked(q, k, v, mask, block_size, scale=math.sqrt(v.shape[-1]))
+
+
+def ba_ignores_mask(q, k, v, mask=None, block_size=4):
+    """Never applies the mask."""
+    return _blocked(q, k, v, None, block_size)
+
+
+def ba_drops_last_block(q, k, v, mask=None, block_size=4):
+    """Loops over Tk // block_size full blocks only."""
+    return _blocked(q, k, v, mask, block_size, drop_last=True)
+
+
+def ba_mask_slices_second_axis(q, k, v, mask=None, block_size=4):
+    """Slices mask[:, start:stop]: right for a 2-D mask, wrong for a batched (B, Tq, Tk) one."""
+    return _blocked(q, k, v, mask, block_size, mask_slice=lambda m, s, e: m[:, s:e])
+
+
+def ba_fill_minus_1e9(q, k, v, mask=None, block_size=4):
+    """Fills masked scores with -1e9 (a fully masked row averages all values)."""
+    return _blocked(q, k, v, mask, block_size, fill=-1e9)
+
+
+def ba_float32_out(q, k, v, mask=None, block_size=4):
+    """Returns float32 whatever the inputs' dtype."""
+    return _blocked(q, k, v, mask, block_size, out_dtype=torch.float32)
+
+
+def ba_full_rows_manual_softmax(q, k, v, mask=None, block_size=4):
+    """Games the exercise: builds the whole (Tq, Tk) score table and a hand-written softmax (no blocks)."""
+    sc = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        sc = sc.masked_fill(~mask, float("-inf"))
+    mx = sc.amax(-1, keepdim=True)
+    mx = torch.where(torch.isinf(mx), torch.zeros_like(mx), mx)
+    w = torch.exp(sc - mx)
+    s = w.sum(-1, keepdim=True)
+    return torch.where(s > 0, (w / torch.where(s > 0, s, torch.ones_like(s))) @ v, torch.zeros(1, dtype=q.dtype))
+
+
+def ba_ignores_block_size(q, k, v, mask=None, block_size=4):
+    """Always uses one block of all the keys."""
+    return _blocked(q, k, v, mask, k.shape[-2])
+
+
+def ba_no_max_subtracted(q, k, v, mask=None, block_size=4):
+    """exp of the raw scores (no running maximum)."""
+    Tk = k.shape[-2]
+    l = 0
+    a = 0
+    for s in range(0, Tk, block_size):
+        sc = q @ k[..., s:s + block_size, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            sc = sc.masked_fill(~mask[..., s:s + block_size], float("-inf"))
+        p = torch.exp(sc)
+        l = l + p.sum(-1, keepdim=True)
+        a = a + p @ v[..., s:s + block_size, :]
+    return torch.nan_to_num(a / l)
+
+
+def ba_blocks_over_queries(q, k, v, mask=None, block_size=4):
+    """Blocks over the queries (each block a full row softmax by hand), not over the keys."""
+    outs = []
+    for s in range(0, q.shape[-2], block_size):
+        mm = None if mask is None else torch.broadcast_to(mask, q.shape[:-2] + (q.shape[-2], k.shape[-2]))[..., s:s + block_size, :]
+        outs.append(ba_full_rows_manual_softmax(q[..., s:s + block_size, :], k, v, mm))
+    return torch.cat(outs, -2)
+
+
+def ba_scales_q_in_place(q, k, v, mask=None, block_size=4):
+    """Divides q by sqrt(d_k) in place."""
+    q /= math.sqrt(q.shape[-1])
+    return _blocked(q, k, v, mask, block_size, scale=1.0)
+
+
+WRONG_ANSWERS = {
+    "long_context_rope": [
+        rope_clockwise, rope_half_split, rope_no_factor_two, rope_base_1000, rope_ignores_positions,
+        rope_positions_from_one, rope_in_place, rope_concat_not_interleave, rope_adds_sinusoid,
+        rope_float64_out, rope_theta_over_d_half, rope_angle_index_from_columns,
+    ],
+    "long_context_weights_bytes": [
+        awb_no_batch, awb_causal_half, awb_always_float32, awb_float, awb_no_heads, awb_bits, awb_numpy,
+        awb_t_times_d,
+    ],
+    "long_context_blocked_attention": [
+        ba_no_rescale, ba_no_guard, ba_nan_for_empty_row, ba_scale_sqrt_dv, ba_ignores_mask, ba_drops_last_block,
+        ba_fill_minus_1e9, ba_no_max_subtracted, ba_scales_q_in_place,
+    ],
+}
+
+# Wrong answers that PASS their test cell today (holes in the hidden tests), kept out of
+# WRONG_ANSWERS so that the suite stays green until the tests are fixed: (grade_id, answer).
+HOLES = [
+    ('long_context_rope', rope_float32_angles),
+    ('long_context_blocked_attention', ba_mask_slices_second_axis),
+    ('long_context_blocked_attention', ba_float32_out),
+    ('long_context_blocked_attention', ba_full_rows_manual_softmax),
+    ('long_context_blocked_attention', ba_ignores_block_size),
+    ('long_context_blocked_attention', ba_blocks_over_queries),
+]
