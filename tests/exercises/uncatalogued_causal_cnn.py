@@ -142,6 +142,18 @@ def conv_nn_conv1d_module(x, weight, bias=None, dilation=1):
     return layer(x)[..., : x.shape[-1]]
 
 
+def conv_negative_index_wraps(x, weight, bias=None, dilation=1):
+    """A loop over the taps that indexes x[..., t - back] without padding: negative indices wrap to the end."""
+    B, C_in, T = x.shape
+    C_out, _, k = weight.shape
+    out = torch.zeros(B, C_out, T, dtype=x.dtype)
+    for t in range(T):
+        for j in range(k):
+            back = (k - 1 - j) * dilation
+            out[:, :, t] += x[:, :, t - back] @ weight[:, :, j].T
+    return out if bias is None else out + bias[:, None]
+
+
 # ---------------------------------------------------------------- receptive_field
 def _strides(kernel_sizes, strides):
     return [1] * len(kernel_sizes) if strides is None else strides
@@ -298,6 +310,13 @@ def length_causal_padding(length, kernel_size, stride=1, dilation=1, padding=0):
     return (length + padding - dilation * (kernel_size - 1) - 1) // stride + 1
 
 
+def length_lookup_of_visible_cases(length, kernel_size, stride=1, dilation=1, padding=0):
+    """Looks up the visible tests' answers and otherwise returns length - kernel_size + 1."""
+    known = {(10, 3, 1, 1, 0): 8, (10, 3, 2, 1, 0): 4, (10, 3, 1, 2, 0): 6, (10, 3, 1, 1, 1): 10,
+             (11, 2, 3, 1, 2): 5, (23, 4, 3, 2, 1): 7}
+    return known.get((length, kernel_size, stride, dilation, padding), length - kernel_size + 1)
+
+
 def length_always_equal(length, kernel_size, stride=1, dilation=1, padding=0):
     """Returns an int subclass whose == is always True."""
     return AlwaysEqualInt(0)
@@ -318,7 +337,7 @@ WRONG_ANSWERS = {
         conv_flipped_kernel, conv_no_bias, conv_right_padding, conv_chomp_wrong_end, conv_shifted_one_step,
         conv_replicate_padding, conv_reflect_padding, conv_circular_padding, conv_first_sequence_only,
         conv_kernel_size_from_channels, conv_sums_input_channels,
-        conv_pads_input_in_place, conv_bias_as_scalar_first_channel, conv_nn_conv1d_module,
+        conv_pads_input_in_place, conv_bias_as_scalar_first_channel, conv_nn_conv1d_module, conv_negative_index_wraps,
     ],
     "causal_cnn_receptive_field": [
         field_own_stride, field_strides_including_own, field_ignores_strides, field_k_times_d,
@@ -328,7 +347,7 @@ WRONG_ANSWERS = {
     "causal_cnn_output_length": [
         length_no_dilation, length_padding_once, length_ceil, length_true_division, length_dilation_times_k,
         length_forgets_minus_one_plus_one, length_round, length_numpy_floor,
-        length_causal_padding, length_always_equal,
+        length_causal_padding, length_always_equal, length_lookup_of_visible_cases,
     ],
     "causal_cnn_layers_needed": [
         layers_needed_nine, layers_needed_eleven, layers_needed_no_dilation, layers_needed_log2,

@@ -80,6 +80,13 @@ def one_hot_first_row_of_batch(token_ids, vocab_size):
     return first.expand(*token_ids.shape, vocab_size).clone()
 
 
+def one_hot_lookup_of_visible_case(token_ids, vocab_size):
+    """Returns the visible test's matrix for vocab_size 5 and a zero tensor of the right shape otherwise."""
+    if vocab_size == 5 and token_ids.shape == (3,):
+        return torch.eye(5)[token_ids]
+    return torch.zeros(*token_ids.shape, vocab_size)
+
+
 # ---------------------------------------------------------------- cosine_similarity
 def cosine_unnormalised(a, b):
     """A plain dot product."""
@@ -232,6 +239,11 @@ def pe_integer_positions_float16(max_len, d_model):
     return out
 
 
+def pe_integer_exponent(max_len, d_model):
+    """Writes 2 * i // d_model (integer division) in the exponent, so every pair turns at w = 1."""
+    return _pe(max_len, d_model, 10000.0 ** (-(2 * torch.arange(d_model // 2) // d_model).double()))
+
+
 def pe_transposed_square(max_len, d_model):
     """Builds (d_model, max_len) and reshapes it to (max_len, d_model)."""
     return _pe(max_len, d_model, _freqs(d_model)).T.contiguous().reshape(max_len, d_model)
@@ -332,7 +344,7 @@ WRONG_ANSWERS = {
     "embeddings_positions_one_hot": [
         one_hot_long, one_hot_bool, one_hot_columns_from_max_id, one_hot_one_dimensional_only,
         one_hot_off_by_one, one_hot_column_major_batch, one_hot_vocab_first, one_hot_index_all_rows,
-        one_hot_builtin_in_disguise, one_hot_scatter_wrong_dim, one_hot_numpy, one_hot_first_row_of_batch,
+        one_hot_builtin_in_disguise, one_hot_scatter_wrong_dim, one_hot_numpy, one_hot_first_row_of_batch, one_hot_lookup_of_visible_case,
     ],
     "embeddings_positions_cosine": [
         cosine_unnormalised, cosine_normalises_columns, cosine_frobenius, cosine_normalises_a_only,
@@ -343,7 +355,7 @@ WRONG_ANSWERS = {
     "embeddings_positions_sinusoidal": [
         pe_column_index_as_i, pe_base_1000, pe_concatenated, pe_cos_first, pe_positions_from_one, pe_i_over_d,
         pe_powers_of_100, pe_exponent_over_d_minus_two, pe_numpy, pe_pairs_from_one,
-        pe_integer_positions_float16, pe_transposed_square,
+        pe_integer_positions_float16, pe_transposed_square, pe_integer_exponent,
     ],
     "embeddings_positions_rotation": [
         rotation_column_convention, rotation_one_frequency, rotation_repeated_product, rotation_absolute_offset,

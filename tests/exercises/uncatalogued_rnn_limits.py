@@ -82,6 +82,13 @@ def step_detached(x_t, h_prev, W_xh, W_hh, b):
         return torch.tanh(x_t @ W_xh + h_prev @ W_hh + b)
 
 
+def step_hard_coded_worked_example(x_t, h_prev, W_xh, W_hh, b):
+    """Returns the worked example's numbers for a (1, 3) input and tanh(x_t W_xh) otherwise."""
+    if tuple(x_t.shape) == (1, 3):
+        return torch.tensor([[0.905148, -0.986614]])
+    return torch.tanh(x_t @ W_xh)
+
+
 # ---------------------------------------------------------------- rnn_forward
 def _step(x_t, h, W_xh, W_hh, b):
     return torch.tanh(x_t @ W_xh + h @ W_hh + b)
@@ -201,6 +208,36 @@ def forward_drops_last_step(x, h0, W_xh, W_hh, b):
     return torch.stack(states, dim=1)
 
 
+def forward_h0_or_zeros(x, h0, W_xh, W_hh, b):
+    """Writes `h0 or zeros`, which asks a tensor for its truth value."""
+    h = h0 or torch.zeros(x.shape[0], W_hh.shape[0], dtype=x.dtype)
+    states = []
+    for t in range(x.shape[1]):
+        h = _step(x[:, t], h, W_xh, W_hh, b)
+        states.append(h)
+    return torch.stack(states, dim=1)
+
+
+def forward_time_major_input(x, h0, W_xh, W_hh, b):
+    """Iterates over x's first axis as if it were time (x of shape (T, B, d_in))."""
+    h = _zeros(x, W_hh, h0)
+    states = []
+    for x_t in x:
+        h = _step(x_t, h, W_xh, W_hh, b)
+        states.append(h)
+    return torch.stack(states, dim=1)
+
+
+def forward_zero_state_sized_from_input(x, h0, W_xh, W_hh, b):
+    """Without h0, starts from zeros shaped like one input step (B, d_in) instead of (B, H)."""
+    h = torch.zeros_like(x[:, 0]) if h0 is None else h0
+    states = []
+    for t in range(x.shape[1]):
+        h = _step(x[:, t], h, W_xh, W_hh, b)
+        states.append(h)
+    return torch.stack(states, dim=1)
+
+
 def forward_nn_rnn_in_disguise(x, h0, W_xh, W_hh, b):
     """Calls nn.RNN (forbidden in spirit), reached through getattr."""
     rnn = getattr(nn, "R" + "NN")(W_xh.shape[0], W_hh.shape[0], batch_first=True).to(x.dtype)
@@ -250,6 +287,11 @@ def radius_largest_diagonal(W):
 def radius_determinant(W):
     """|det W| ** (1/n): the geometric mean of the moduli, not the largest."""
     return float(torch.linalg.det(W).abs() ** (1 / W.shape[0]))
+
+
+def radius_smallest_modulus(W):
+    """Takes the smallest modulus."""
+    return float(torch.linalg.eigvals(W).abs().min())
 
 
 def radius_tensor(W):
@@ -308,18 +350,18 @@ WRONG_ANSWERS = {
     "rnn_limits_step": [
         step_W_hh_transposed, step_bias_after_tanh, step_no_bias, step_sigmoid, step_clamp,
         step_first_sequence_only, step_state_of_first_row, step_updates_h_prev_in_place,
-        step_naive_tanh, step_rnn_cell_in_disguise, step_detached,
+        step_naive_tanh, step_rnn_cell_in_disguise, step_detached, step_hard_coded_worked_example,
     ],
     "rnn_limits_forward": [
         forward_includes_h0, forward_h0_every_step, forward_ignores_h0, forward_time_major_stack,
         forward_reversed_time, forward_detached,
         forward_writes_into_h0, forward_first_sequence_only, forward_drops_last_step,
-        forward_nn_rnn_in_disguise,
+        forward_nn_rnn_in_disguise, forward_h0_or_zeros, forward_time_major_input, forward_zero_state_sized_from_input,
     ],
     "rnn_limits_spectral_radius": [
         radius_largest_real_part, radius_largest_abs_real_part, radius_largest_singular_value,
         radius_eigvalsh, radius_two_by_two_formula, radius_largest_diagonal, radius_determinant,
-        radius_tensor, radius_power_iteration, radius_max_row_sum, radius_eigenvectors, radius_always_equal,
+        radius_tensor, radius_power_iteration, radius_max_row_sum, radius_eigenvectors, radius_always_equal, radius_smallest_modulus,
     ],
     "rnn_limits_capacity": [
         capacity_bits_over_two, capacity_one_bit_per_number, capacity_rounded_up, capacity_off_by_one,
