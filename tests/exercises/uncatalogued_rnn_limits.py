@@ -351,6 +351,7 @@ WRONG_ANSWERS = {
         step_W_hh_transposed, step_bias_after_tanh, step_no_bias, step_sigmoid, step_clamp,
         step_first_sequence_only, step_state_of_first_row, step_updates_h_prev_in_place,
         step_naive_tanh, step_rnn_cell_in_disguise, step_detached, step_hard_coded_worked_example,
+        step_vf_in_disguise,
     ],
     "rnn_limits_forward": [
         forward_includes_h0, forward_h0_every_step, forward_ignores_h0, forward_time_major_stack,
@@ -369,10 +370,16 @@ WRONG_ANSWERS = {
     ],
 }
 
-# Wrong answers that PASS the test cell today (phase 1 of the red team); each moves into
-# WRONG_ANSWERS once the hidden tests catch it.
-HOLES = {
-    "rnn_limits_step": [step_float32, step_vf_in_disguise],
+# Wrong answers that PASS the test cell today; each moves into WRONG_ANSWERS once the hidden tests
+# catch it. (Phase 1's holes are all closed.)
+HOLES = {}
+
+# Tried as wrong answers in phase 1, passed, and kept passing on purpose:
+# * step_float32, forward_float32_buffer, forward_float32_zero_state: a float32 result for float64 inputs. The course accepts float32 answers
+#   everywhere (tests/exercises/test_categories.py: "an answer computed in float32 must pass"),
+#   comparing them at float32's tolerances; a cast is indistinguishable from that.
+NOT_WRONG = {
+    "rnn_limits_step": [step_float32],
     "rnn_limits_forward": [forward_float32_buffer, forward_float32_zero_state],
 }
 

@@ -41,6 +41,10 @@ RNN_BUILTINS = (
     "torch.nn:RNNCell",
     "torch:rnn_tanh",
     "torch:rnn_tanh_cell",
+    # nn.RNN's own route to the kernels: torch._VF looks the functions up afresh in
+    # torch._C._VariableFunctions, so patching torch.rnn_tanh_cell does not reach it.
+    "torch._VF:rnn_tanh",
+    "torch._VF:rnn_tanh_cell",
 )
 
 
