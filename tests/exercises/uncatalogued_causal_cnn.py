@@ -107,7 +107,7 @@ def conv_sums_input_channels(x, weight, bias=None, dilation=1):
 
 
 def conv_even_kernel_slip(x, weight, bias=None, dilation=1):
-    """Pads 2 * (k // 2) * d zeros on the left and keeps the last T outputs: right for odd k only."""
+    """Pads 2 * (k // 2) * d zeros on the left and keeps the last T outputs (not wrong after all: see NOT_WRONG)."""
     p = 2 * (weight.shape[-1] // 2) * dilation
     return F.conv1d(F.pad(x, (p, 0)), weight, bias, dilation=dilation)[..., -x.shape[-1]:]
 
@@ -218,7 +218,7 @@ def field_float(kernel_sizes, dilations, strides=None):
 
 
 def field_numpy_int(kernel_sizes, dilations, strides=None):
-    """Right value as a NumPy integer, not an int."""
+    """Right value as a NumPy integer, not an int (accepted: see NOT_WRONG)."""
     s = np.array(_strides(kernel_sizes, strides), dtype=np.int64)
     jumps = np.concatenate([[1], np.cumprod(s)[:-1]]).astype(np.int64) if len(s) else np.array([], dtype=np.int64)
     return np.int64(1) + np.sum((np.array(kernel_sizes) - 1) * np.array(dilations) * jumps, dtype=np.int64)
@@ -348,6 +348,7 @@ WRONG_ANSWERS = {
         length_no_dilation, length_padding_once, length_ceil, length_true_division, length_dilation_times_k,
         length_forgets_minus_one_plus_one, length_round, length_numpy_floor,
         length_causal_padding, length_always_equal, length_lookup_of_visible_cases,
+        length_swapped_parameters,
     ],
     "causal_cnn_layers_needed": [
         layers_needed_nine, layers_needed_eleven, layers_needed_no_dilation, layers_needed_log2,
@@ -355,10 +356,19 @@ WRONG_ANSWERS = {
     ],
 }
 
-# Wrong answers that PASS the test cell today (phase 1 of the red team); each moves into
-# WRONG_ANSWERS once the hidden tests catch it.
-HOLES = {
-    "causal_cnn_conv": [conv_float32, conv_even_kernel_slip],
+# Wrong answers that PASS the test cell today; each moves into WRONG_ANSWERS once the hidden tests
+# catch it. (Phase 1's holes are all closed.)
+HOLES = {}
+
+# Tried as wrong answers in phase 1, passed, and on reading the reference turned out right:
+# * conv_even_kernel_slip pads more zeros than (k - 1) d on the left, but keeping the last T
+#   outputs drops exactly the extra ones: output t still reads x[t - (k - 1) d .. t], for any k.
+# * field_numpy_int returns a NumPy integer, which the graders count as an int (as
+#   `mistakes.kind` says) and which behaves as one everywhere the notebook uses it.
+# * conv_float32: a float32 result for float64 inputs. The course accepts float32 answers
+#   everywhere (tests/exercises/test_categories.py: "an answer computed in float32 must pass"),
+#   comparing them at float32's tolerances; a cast is indistinguishable from that.
+NOT_WRONG = {
+    "causal_cnn_conv": [conv_even_kernel_slip, conv_float32],
     "causal_cnn_receptive_field": [field_numpy_int],
-    "causal_cnn_output_length": [length_swapped_parameters],
 }

@@ -19,8 +19,11 @@ from course_utils.reference.mistakes import Exercise, Mistake, think_first
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
 
-# Every catalogued mistake fails a visible test too.
-HIDDEN_ONLY = set()
+# Every catalogued mistake fails a visible test too, except:
+HIDDEN_ONLY = {
+    # The visible tests pass every optional argument of conv_output_length by keyword.
+    "pytorch_argument_order",
+}
 
 
 # --- causal_cnn_conv: causal_conv1d(x, weight, bias=None, dilation=1) ----------------------
@@ -242,9 +245,16 @@ def len_rounds_up(length, kernel_size, stride=1, dilation=1, padding=0):
     return math.ceil((length + 2 * padding - dilation * (kernel_size - 1) - 1) / stride) + 1
 
 
+def len_pytorch_argument_order(length, kernel_size, stride=1, padding=0, dilation=1):
+    return (length + 2 * padding - dilation * (kernel_size - 1) - 1) // stride + 1
+
+
 def _length_cases(seed):
     rng = np.random.default_rng(seed)
-    cases = [((10, 3), {"stride": 2, "dilation": 2, "padding": 1}), ((17, 4), {"stride": 3, "dilation": 1, "padding": 2})]
+    cases = [((10, 3), {"stride": 2, "dilation": 2, "padding": 1}), ((17, 4), {"stride": 3, "dilation": 1, "padding": 2}),
+             # every argument by position, in the order of the prompt's signature (nn.Conv1d's own
+             # order, stride, padding, dilation, is another one)
+             ((20, 3, 3, 2, 1), {})]
     while len(cases) < 10:
         kernel_size, stride, dilation, padding = (int(v) for v in (rng.integers(1, 6), rng.integers(1, 4),
                                                                    rng.integers(1, 4), rng.integers(0, 3)))
@@ -289,6 +299,13 @@ OUTPUT_LENGTH = Exercise(
             "you rounded up: a last window that runs past the padded input is not computed, "
             "so round down (floor), not up.",
             len_rounds_up,
+        ),
+        Mistake(
+            "pytorch_argument_order",
+            "your parameters are in nn.Conv1d's order (stride, padding, dilation), not the prompt's: "
+            "conv_output_length(length, kernel_size, stride=1, dilation=1, padding=0). Called by position, "
+            "conv_output_length(20, 3, 3, 2, 1) means stride 3, dilation 2 and padding 1.",
+            len_pytorch_argument_order,
         ),
     ),
     output_names=("your output length",),
