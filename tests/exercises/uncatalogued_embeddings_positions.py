@@ -368,8 +368,14 @@ WRONG_ANSWERS = {
     ],
 }
 
-# Wrong answers that PASS the test cell today (phase 1 of the red team); each moves into
-# WRONG_ANSWERS once the hidden tests catch it.
-HOLES = {
+# Wrong answers that PASS the test cell today; each moves into WRONG_ANSWERS once the hidden tests
+# catch it. (Phase 1's holes are all closed.)
+HOLES = {}
+
+# Tried as wrong answers in phase 1, passed, and kept passing on purpose:
+# * cosine_float32: a float32 result for float64 inputs. The course accepts float32 answers
+#   everywhere (tests/exercises/test_categories.py: "an answer computed in float32 must pass"),
+#   comparing them at float32's tolerances; a cast is indistinguishable from that.
+NOT_WRONG = {
     "embeddings_positions_cosine": [cosine_float32],
 }
