@@ -8,9 +8,10 @@ Why the cases look the way they do (every mistake must be told apart from the re
 from every other mistake on them):
 
 * softmax: all 2-D cases are square and the 3-D one a cube, so that a sum without
-  `keepdims=True` broadcasts silently (the dangerous case) instead of raising; rows of the
-  large-score cases lie close together, so subtracting the maximum of the whole array (also
-  correct) never underflows a whole row.
+  `keepdims=True` broadcasts silently (the dangerous case) instead of raising. One case has rows
+  at levels far apart (a row 800 below another, as a padded or masked row can be): subtracting
+  the maximum of the whole array instead of each slice's underflows such a row to 0 / 0 = nan,
+  the very failure section 4 of the notebook describes, so it is a mistake, not a variant.
 * attention_numpy: Tq = Tk (a sequence attending to itself) so that the lecture notes' slip
   K Q^T runs instead of raising; T, d_k and d_v all differ, so sqrt(T), sqrt(d_k), d_k and
   sqrt(d_v) scalings differ.
@@ -45,6 +46,9 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 # spread by 2 (so subtracting the minimum never overflows there) and no allowed score below -1e4,
 # and a finite fill that also zeroes fully masked rows passes them.
 HIDDEN_ONLY = {"subtracts_min",
+               # the visible tests' large scores are one row at a time, where the array's maximum is
+               # the row's: only the hidden case with rows far apart shows the whole-array maximum
+               "global_max",
                # the think-first question's visible test can only check that the answer is a
                # positive number: the number itself is the question
                "crossover_n_equals_d", "crossover_one_product", "crossover_three_projections",
@@ -69,7 +73,15 @@ def softmax_cases(seed):
         ((2.0 * rng.standard_normal(7),), {}),
         ((2.0 * rng.standard_normal((3, 3, 3)),), {"axis": 1}),
         ((_wide_rows(rng),), {}),
+        ((_rows_far_apart(rng),), {}),
     ]
+
+
+def _rows_far_apart(rng):
+    """Rows of small spread whose levels lie up to 1600 apart (a 6 x 6 square, like the other
+    cases): each row alone is harmless, but exp(row - max of the whole array) is 0 for the low rows."""
+    levels = np.array([0.0, -800.0, 3.0, -1600.0, -5.0, -780.0])
+    return levels[:, None] + 2.0 * rng.standard_normal((6, 6))
 
 
 def _wide_rows(rng):
@@ -110,6 +122,13 @@ SOFTMAX_MISTAKES = (
         "you subtracted the minimum of each slice instead of its maximum: exp(x - min) overflows "
         "once a slice spreads over more than about 709; only x - max keeps every exponent <= 0.",
         _softmax_variant(shift=np.min),
+    ),
+    Mistake(
+        "global_max",
+        "you subtracted the maximum of the whole array, not of each slice along `axis`: a slice whose "
+        "values all lie far (more than about 745) below the array's maximum underflows to 0 / 0 = nan. "
+        "Take the maximum with np.max(x, axis=axis, keepdims=True).",
+        _softmax_variant(shift=lambda x, axis, keepdims: np.max(x)),
     ),
     Mistake(
         "ignores_axis",
@@ -449,7 +468,10 @@ def flops_cases(seed):
     n, d = (int(v) for v in rng.integers(3, 40, size=2))
     d = d + 1 if d == n else d
     return [((7, 5), {}), ((12, 3), {"projections": False}), ((4, 9), {"projections": True}),
-            ((n, d), {}), ((1000, 1000), {}), ((2, 11), {"projections": False})]
+            ((n, d), {}), ((1000, 1000), {}), ((2, 11), {"projections": False}),
+            # a count beyond 2^53: exact in Python ints, rounded by a formula computed in floats
+            # (math.pow, ** 2.0, n * n * 1.0) and cast back with int()
+            ((10**8 + 1, 7), {})]
 
 
 def _flops_variant(factor=2, products=2, projection_count=4, swap=False, count_projections="as asked"):
