@@ -87,6 +87,13 @@ def one_hot_lookup_of_visible_case(token_ids, vocab_size):
     return torch.zeros(*token_ids.shape, vocab_size)
 
 
+def one_hot_sentences_and_batches_only(token_ids, vocab_size):
+    """Handles (T,) and (B, T) only: ids with three axes come back as (B, rest, V)."""
+    if token_ids.dim() == 1:
+        return torch.eye(vocab_size)[token_ids]
+    return torch.eye(vocab_size)[token_ids.reshape(token_ids.shape[0], -1)]
+
+
 # ---------------------------------------------------------------- cosine_similarity
 def cosine_unnormalised(a, b):
     """A plain dot product."""
@@ -249,6 +256,13 @@ def pe_transposed_square(max_len, d_model):
     return _pe(max_len, d_model, _freqs(d_model)).T.contiguous().reshape(max_len, d_model)
 
 
+def pe_borrowed_from_notebook_12(max_len, d_model):
+    """Returns notebook 12's widget table instead of building the encoding."""
+    from course_utils.widgets.long_context import _sinusoidal_table
+
+    return _sinusoidal_table(max_len, d_model)
+
+
 # ---------------------------------------------------------------- rotation_matrix
 def _block(angle, column_convention=False):
     c, s = math.cos(angle), math.sin(angle)
@@ -330,6 +344,13 @@ def rotation_offset_mod_period(offset, d_model):
     return _rotation(offset % 64, d_model)
 
 
+def rotation_borrowed_from_notebook_12(offset, d_model):
+    """Turns the rows of the identity back by offset with notebook 12's RoPE helper."""
+    from course_utils.widgets import long_context
+
+    return long_context._turn(torch.eye(d_model, dtype=torch.float64), [-offset] * d_model)
+
+
 # ---------------------------------------------------------------- wavelength (200 pi = 628.3)
 wavelength_column_index = 2 * math.pi * 10000          # 10000^(8/8): i taken as the column index 4
 wavelength_exponent_i_over_d = 2 * math.pi * 10000 ** (2 / 8)
@@ -345,6 +366,7 @@ WRONG_ANSWERS = {
         one_hot_long, one_hot_bool, one_hot_columns_from_max_id, one_hot_one_dimensional_only,
         one_hot_off_by_one, one_hot_column_major_batch, one_hot_vocab_first, one_hot_index_all_rows,
         one_hot_builtin_in_disguise, one_hot_scatter_wrong_dim, one_hot_numpy, one_hot_first_row_of_batch, one_hot_lookup_of_visible_case,
+        one_hot_sentences_and_batches_only,
     ],
     "embeddings_positions_cosine": [
         cosine_unnormalised, cosine_normalises_columns, cosine_frobenius, cosine_normalises_a_only,
@@ -356,11 +378,13 @@ WRONG_ANSWERS = {
         pe_column_index_as_i, pe_base_1000, pe_concatenated, pe_cos_first, pe_positions_from_one, pe_i_over_d,
         pe_powers_of_100, pe_exponent_over_d_minus_two, pe_numpy, pe_pairs_from_one,
         pe_integer_positions_float16, pe_transposed_square, pe_integer_exponent,
+        pe_borrowed_from_notebook_12,
     ],
     "embeddings_positions_rotation": [
         rotation_column_convention, rotation_one_frequency, rotation_repeated_product, rotation_absolute_offset,
         rotation_powers_of_100, rotation_numpy, rotation_offset_plus_one, rotation_first_two_pairs,
         rotation_blocks_in_halves, rotation_integer_dtype, rotation_offset_mod_period,
+        rotation_borrowed_from_notebook_12,
     ],
     "embeddings_positions_wavelength": [
         wavelength_column_index, wavelength_exponent_i_over_d, wavelength_without_two_pi, wavelength_half_period,

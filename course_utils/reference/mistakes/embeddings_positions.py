@@ -42,6 +42,8 @@ def _one_hot_cases(seed):
         ((torch.randint(0, 8, (7,), generator=generator), 10), {}),  # the largest ids never occur
         ((torch.randint(0, 7, (3, 4), generator=generator), 9), {}),
         ((torch.tensor([4, 0, 4, 2]), 5), {}),
+        # "any shape S": three axes, so that an answer written for (T,) and (B, T) only shows
+        ((torch.randint(0, 6, (2, 3, 4), generator=generator), 6), {}),
     ]
 
 
@@ -264,7 +266,10 @@ SINUSOIDAL = Exercise(
             pe_positions_from_one,
         ),
     ),
-    forbidden=("course_utils.widgets.embeddings_positions:positional_table",),
+    forbidden=("course_utils.widgets.embeddings_positions:positional_table",
+               # notebook 12's widget builds the same table (and its RoPE helper the same angles)
+               "course_utils.widgets.long_context:_sinusoidal_table",
+               "course_utils.widgets.long_context:_turns"),
     output_names=("your encoding",),
 )
 
@@ -325,6 +330,9 @@ ROTATION = Exercise(
             rot_exponent_without_two,
         ),
     ),
+    # Notebook 12's RoPE helpers turn every column pair by pos * w_i: applied to the rows of the
+    # identity with position -k, they give R_k.
+    forbidden=("course_utils.widgets.long_context:_turn", "course_utils.widgets.long_context:_turns"),
     output_names=("your rotation matrix",),
 )
 
