@@ -13,6 +13,9 @@ reference and from every other mistake):
   over the batch differs from one over the positions.
 * decoder_step: the target embedding has the size of an encoder state (e = d_h), so that
   concatenating [context, embedding] in the wrong order runs.
+* multiplicative_score, additive_attention, decoder_step: a decoder trains through them, so each
+  is also backpropagated through on its first cases (`GradientExercise`): an answer computed
+  under torch.no_grad(), or detached, gives the right numbers and no gradient.
 * greedy_decode, beam_search: `course_utils.models.seq2seq.ToyStep` models whose hypotheses end at
   different lengths, so that ranking by total or by per-token log-probability differ.
 
@@ -29,6 +32,7 @@ from course_utils.reference import bahdanau_attention as reference
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import Exercise, Mistake, think_first, mask_scores
+from course_utils.reference.mistakes.gradients import GradientExercise
 from course_utils.grading import mismatch, probe
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
@@ -401,22 +405,24 @@ class RankedExercise(Exercise):
 EXERCISES = {
     exercise.grade_id: exercise
     for exercise in (
-        Exercise(
+        GradientExercise(
             grade_id="bahdanau_attention_multiplicative_score",
             function_name="multiplicative_score",
             reference=reference.multiplicative_score,
             make_cases=score_cases,
+            make_gradient_cases=lambda seed: score_cases(seed)[:2],
             mistakes=SCORE_MISTAKES,
             forbidden=seq2seq.FORBIDDEN,
             output_names=("your scores",),
             atol=1e-8, rtol=1e-6,
             crash_hint="query is (B, d_s), keys (B, T, d_h), W (d_s, d_h) or None; the scores are (B, T)",
         ),
-        Exercise(
+        GradientExercise(
             grade_id="bahdanau_attention_additive_attention",
             function_name="additive_attention",
             reference=reference.additive_attention,
             make_cases=attention_cases,
+            make_gradient_cases=lambda seed: attention_cases(seed)[:2],
             mistakes=ATTENTION_MISTAKES,
             forbidden=seq2seq.FORBIDDEN,
             output_names=("your context", "your weights"),
@@ -424,11 +430,12 @@ EXERCISES = {
             crash_hint="query is (B, d_s), keys (B, T, d_h), W1 (d_a, d_h), W2 (d_a, d_s), v (d_a,): "
                        "keys @ W1.T is (B, T, d_a) and query @ W2.T is (B, d_a), so add a T axis to the latter",
         ),
-        Exercise(
+        GradientExercise(
             grade_id="bahdanau_attention_decoder_step",
             function_name="decoder_step",
             reference=reference.decoder_step,
             make_cases=step_cases,
+            make_gradient_cases=lambda seed: step_cases(seed)[:2],
             mistakes=STEP_MISTAKES,
             forbidden=seq2seq.FORBIDDEN,
             output_names=("your logits", "your new state", "your weights"),
