@@ -242,6 +242,21 @@ def field_next_layers_stride(kernel_sizes, dilations, strides=None):
     return 1 + sum((k - 1) * d * s[i + 1] for i, (k, d) in enumerate(zip(kernel_sizes, dilations)))
 
 
+def field_previous_stride_only(kernel_sizes, dilations, strides=None):
+    """Multiplies by the stride of the layer just below, not the product of all the strides below."""
+    s = _strides(kernel_sizes, strides)
+    return 1 + sum((k - 1) * d * (s[i - 1] if i else 1) for i, (k, d) in enumerate(zip(kernel_sizes, dilations)))
+
+
+def field_strides_added(kernel_sizes, dilations, strides=None):
+    """Adds the strides below (1 + sum of (s - 1)) instead of multiplying them."""
+    s, jump, r = _strides(kernel_sizes, strides), 1, 1
+    for k, d, st in zip(kernel_sizes, dilations, s):
+        r += (k - 1) * d * jump
+        jump += st - 1
+    return r
+
+
 class AlwaysEqualInt(int):
     """An int that says it equals anything."""
 
@@ -343,6 +358,7 @@ WRONG_ANSWERS = {
         field_own_stride, field_strides_including_own, field_ignores_strides, field_k_times_d,
         field_no_plus_one, field_product_of_kernels, field_none_strides_zip, field_float,
         field_inserts_into_strides, field_next_layers_stride, field_always_equal,
+        field_previous_stride_only, field_strides_added,
     ],
     "causal_cnn_output_length": [
         length_no_dilation, length_padding_once, length_ceil, length_true_division, length_dilation_times_k,

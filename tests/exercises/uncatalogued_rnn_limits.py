@@ -238,6 +238,16 @@ def forward_zero_state_sized_from_input(x, h0, W_xh, W_hh, b):
     return torch.stack(states, dim=1)
 
 
+def forward_truncated_backprop(x, h0, W_xh, W_hh, b):
+    """Detaches the state fed into each step: right values, gradients through one step only."""
+    h = _zeros(x, W_hh, h0)
+    states = []
+    for t in range(x.shape[1]):
+        h = _step(x[:, t], h.detach(), W_xh, W_hh, b)
+        states.append(h)
+    return torch.stack(states, dim=1)
+
+
 def forward_nn_rnn_in_disguise(x, h0, W_xh, W_hh, b):
     """Calls nn.RNN (forbidden in spirit), reached through getattr."""
     rnn = getattr(nn, "R" + "NN")(W_xh.shape[0], W_hh.shape[0], batch_first=True).to(x.dtype)
@@ -292,6 +302,20 @@ def radius_determinant(W):
 def radius_smallest_modulus(W):
     """Takes the smallest modulus."""
     return float(torch.linalg.eigvals(W).abs().min())
+
+
+def radius_long_power_iteration(W):
+    """2,000 steps of power iteration: slow on a defective matrix, lost on a complex pair."""
+    v = torch.ones(W.shape[0], dtype=W.dtype)
+    for _ in range(2000):
+        v = W @ v
+        v = v / v.norm()
+    return float((W @ v).norm())
+
+
+def radius_symmetrised(W):
+    """Takes the eigenvalues of (W + W^T) / 2."""
+    return float(torch.linalg.eigvalsh((W + W.T) / 2).abs().max())
 
 
 def radius_tensor(W):
@@ -358,11 +382,13 @@ WRONG_ANSWERS = {
         forward_reversed_time, forward_detached,
         forward_writes_into_h0, forward_first_sequence_only, forward_drops_last_step,
         forward_nn_rnn_in_disguise, forward_h0_or_zeros, forward_time_major_input, forward_zero_state_sized_from_input,
+        forward_truncated_backprop,
     ],
     "rnn_limits_spectral_radius": [
         radius_largest_real_part, radius_largest_abs_real_part, radius_largest_singular_value,
         radius_eigvalsh, radius_two_by_two_formula, radius_largest_diagonal, radius_determinant,
         radius_tensor, radius_power_iteration, radius_max_row_sum, radius_eigenvectors, radius_always_equal, radius_smallest_modulus,
+        radius_long_power_iteration, radius_symmetrised,
     ],
     "rnn_limits_capacity": [
         capacity_bits_over_two, capacity_one_bit_per_number, capacity_rounded_up, capacity_off_by_one,

@@ -58,6 +58,11 @@ def conv_ignores_bias(x, weight, bias=None, dilation=1):
     return F.conv1d(F.pad(x, (pad, 0)), weight, None, dilation=dilation)
 
 
+def conv_flipped_kernel(x, weight, bias=None, dilation=1):
+    pad = (weight.shape[-1] - 1) * dilation  # a textbook convolution: the kernel reversed
+    return F.conv1d(F.pad(x, (pad, 0)), weight.flip(-1), bias, dilation=dilation)
+
+
 def _conv_cases(seed):
     generator = torch.Generator().manual_seed(seed)
 
@@ -114,6 +119,12 @@ CONV = Exercise(
             "ignores_bias",
             "your output misses the bias: pass `bias` on to F.conv1d (it may be None).",
             conv_ignores_bias,
+        ),
+        Mistake(
+            "flipped_kernel",
+            "you reversed the kernel (the textbook convolution): F.conv1d, like nn.Conv1d, does not flip "
+            "it, and its last tap weight[..., k - 1] reads the present step x_t. Pass the weights as they are.",
+            conv_flipped_kernel,
         ),
     ),
     forbidden=(),  # nn.Conv1d and F.conv1d are the tools here; what is tested is the padding.

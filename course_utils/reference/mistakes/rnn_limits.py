@@ -148,7 +148,7 @@ def _rnn_forward_variant(mode="right"):
                 h = torch.tanh(x[t] @ W_xh + h @ W_hh + b)
                 states.append(h)
             return torch.stack(states, dim=1)
-        for t in range(T):
+        for t in (reversed(range(T)) if mode == "reads_backwards" else range(T)):
             previous = start if mode == "no_feedback" else h
             h = torch.tanh(x[:, t] @ W_xh + previous @ W_hh + b)
             states.append(h)
@@ -186,6 +186,12 @@ RNN_FORWARD_MISTAKES = (
         "stacked_time_first",
         "you stacked the states time first, (T, B, H): stack along dim=1 to get (B, T, H).",
         _rnn_forward_variant("stacked_time_first"),
+    ),
+    Mistake(
+        "reads_backwards",
+        "you read the sequence from its last step: step 1 reads x[:, 0], step 2 x[:, 1], and so on, "
+        "in order (for t in range(T)), and states[:, t] is the state after reading x[:, t].",
+        _rnn_forward_variant("reads_backwards"),
     ),
     Mistake(
         "includes_h0",
