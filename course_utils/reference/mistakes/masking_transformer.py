@@ -87,7 +87,8 @@ CAUSAL = MaskExercise(
     grade_id="masking_transformer_causal_mask",
     function_name="causal_mask",
     reference=attention.causal_mask,
-    make_cases=lambda seed: [((T,), {}) for T in (1, 4, 7)],
+    # T = 20: a mask sliced out of a small precomputed table (8 x 8, say) must not pass.
+    make_cases=lambda seed: [((T,), {}) for T in (1, 4, 7, 20)],
     output_names=("your causal mask",),
     atol=0.0, rtol=0.0,
     crash_hint="return torch.ones(T, T, dtype=torch.bool) with only the entries on and below the diagonal kept True",

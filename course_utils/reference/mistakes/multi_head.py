@@ -22,6 +22,7 @@ from course_utils.reference import attention, multi_head as reference
 from course_utils.reference.mistakes import Exercise, Mistake, think_first
 from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference.mistakes import check as _check
+from course_utils.reference.mistakes.gradients import GradientExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "ModuleExercise", "check"]
 
@@ -63,8 +64,9 @@ def _split(kind):
     return functools.partial(_split_variant, kind=kind)
 
 
-SPLIT = Exercise(
+SPLIT = GradientExercise(  # every later layer trains through it: a detached split must fail
     grade_id="multi_head_split_heads",
+    make_gradient_cases=lambda seed: _split_cases(seed)[:2],
     crash_hint="x has shape (B, T, d_model): reshape it to (B, T, num_heads, d_model // num_heads), then transpose(1, 2)",
     function_name="split_heads",
     reference=attention.split_heads,
@@ -123,8 +125,9 @@ def _merge(kind):
     return functools.partial(_merge_variant, kind=kind)
 
 
-MERGE = Exercise(
+MERGE = GradientExercise(  # every later layer trains through it: a detached merge must fail
     grade_id="multi_head_merge_heads",
+    make_gradient_cases=lambda seed: _merge_cases(seed)[:2],
     crash_hint="x has shape (B, h, T, d_k): transpose(1, 2) to (B, T, h, d_k), then reshape to (B, T, h * d_k)",
     function_name="merge_heads",
     reference=attention.merge_heads,

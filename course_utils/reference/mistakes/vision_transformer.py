@@ -106,7 +106,8 @@ PATCHIFY_MISTAKES = (
 def patch_embedding_cases(seed):
     g = torch.Generator().manual_seed(seed)
     cases = []
-    for B, C, H, W, P in [(2, 1, 8, 12, 4), (2, 3, 4, 6, 2), (1, 2, 6, 9, 3)]:
+    # (4 channels, P = 2): C*P*P = 16 is a square, so a P read off the weight as sqrt(C*P*P) shows.
+    for B, C, H, W, P in [(2, 1, 8, 12, 4), (2, 3, 4, 6, 2), (1, 2, 6, 9, 3), (2, 4, 4, 6, 2)]:
         d = C * P * P
         images = torch.randn(B, C, H, W, generator=g, dtype=torch.float64)
         weight = torch.randn(d, d, generator=g, dtype=torch.float64) / d ** 0.5
@@ -254,7 +255,8 @@ def forward_cases(seed):
     g = torch.Generator().manual_seed(seed)
     cases = []
     for image_size, patch_size, channels, d_model, depth, heads, B in [
-        (8, 4, 1, 8, 1, 2, 3), (12, 4, 2, 12, 2, 3, 2), (16, 4, 1, 16, 2, 4, 2)
+        (8, 4, 1, 8, 1, 2, 3), (12, 4, 2, 12, 2, 3, 2), (16, 4, 1, 16, 2, 4, 2),
+        (8, 2, 1, 8, 1, 2, 2),  # patch size 2: a vit_forward that hard-codes 4 must fail
     ]:
         torch.manual_seed(seed + image_size)
         model = probe.portable(TinyViT, image_size=image_size, patch_size=patch_size, channels=channels,
@@ -353,8 +355,9 @@ _CRASH_HINTS = {
 EXERCISES = {
     exercise.grade_id: exercise
     for exercise in (
-        Exercise(
+        GradientExercise(  # notebook 09 trains the ViT through it: a detached patchify must fail
             grade_id="vision_transformer_patchify",
+            make_gradient_cases=lambda seed: patchify_cases(seed)[:2],
             function_name="patchify",
             reference=reference.patchify,
             make_cases=patchify_cases,
@@ -400,8 +403,9 @@ EXERCISES = {
             rtol=1e-12,
             crash_hint=_CRASH_HINTS["vision_transformer_class_token"],
         ),
-        Exercise(
+        GradientExercise(  # notebook 09 trains the ViT through it: a forward under no_grad must fail
             grade_id="vision_transformer_forward",
+            make_gradient_cases=lambda seed: forward_cases(seed)[:1],
             function_name="vit_forward",
             reference=reference.vit_forward,
             make_cases=forward_cases,
