@@ -318,6 +318,12 @@ def sdpa_scales_q_in_place(q, k, v, mask=None):
     return _finish(q @ k.transpose(-2, -1), v, mask)
 
 
+def sdpa_no_grad(q, k, v, mask=None):
+    """Computes under torch.no_grad(): right numbers, but no gradient reaches q, k or v."""
+    with torch.no_grad():
+        return _finish(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), v, mask)
+
+
 # ---------------------------------------------------------------- self_attention
 
 
@@ -383,6 +389,12 @@ def self_attention_forbidden(x, W_q, W_k, W_v, mask=None):
     Q, K, V = x @ W_q, x @ W_k, x @ W_v
     _, w = _sdpa(Q, K, V, mask)
     return torch.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask), w
+
+
+def self_attention_detached(x, W_q, W_k, W_v, mask=None):
+    """Detaches its inputs: right numbers, but the projections W_q, W_k, W_v cannot be trained."""
+    x, W_q, W_k, W_v = (t.detach() for t in (x, W_q, W_k, W_v))
+    return _sdpa(x @ W_q, x @ W_k, x @ W_v, mask)
 
 
 def self_attention_unscaled(x, W_q, W_k, W_v, mask=None):
@@ -521,13 +533,13 @@ WRONG_ANSWERS = {
         sdpa_k_T, sdpa_softmax_dim_2, sdpa_mask_inverted, sdpa_all_masked_nan, sdpa_minus_1e9,
         sdpa_scaled_by_d_v, sdpa_d_k_from_axis_2, sdpa_d_k_from_T_k, sdpa_mask_after_softmax,
         sdpa_mask_renormalised_after_softmax, sdpa_mask_multiplies_scores, 
-        sdpa_any_over_wrong_axis, sdpa_via_getattr, sdpa_causal_assumed, sdpa_scales_q_in_place,
+        sdpa_any_over_wrong_axis, sdpa_via_getattr, sdpa_causal_assumed, sdpa_scales_q_in_place, sdpa_no_grad,
     ],
     "self_attention_self_attention": [
         self_attention_scaled_by_d_model, self_attention_mask_dropped, self_attention_q_k_swapped,
         self_attention_values_from_W_k, self_attention_mask_after_softmax, self_attention_W_times_x,
         self_attention_first_sequence, self_attention_residual, self_attention_forbidden,
-        self_attention_unscaled,
+        self_attention_unscaled, self_attention_detached,
     ],
     "self_attention_flops": [
         flops_no_factor_two, flops_via_float_then_int, flops_three_projections, flops_terms_swapped, flops_ignores_projections_flag,

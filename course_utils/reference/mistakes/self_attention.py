@@ -21,6 +21,9 @@ from every other mistake on them):
   defined too. Fully masked rows are checked by the visible tests, not here, so that a
   student with a second, unrelated mistake still gets this diagnosis.
 * self_attention: square projections (d_model = d_k = d_v) so that x @ W.T runs.
+* scaled_dot_product_attention and self_attention are the layers later notebooks train: each is
+  also backpropagated through on its first cases (`GradientExercise`; masked ones keep an
+  allowed key in every row), so that an answer computed under torch.no_grad() or detached fails.
 
 The `compute` of every mistake is a closure with everything inline, and this module imports
 the references only as modules: the forbidden-API guard treats any function of
@@ -39,6 +42,7 @@ from course_utils.reference.mistakes import diagnose as _diagnose
 from course_utils.reference import attention as attention_reference
 from course_utils.reference import self_attention as reference
 from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise, mask_scores
+from course_utils.reference.mistakes.gradients import GradientExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 
@@ -560,9 +564,10 @@ EXERCISES = {
             rtol=1e-6,
             crash_hint=_CRASH_HINTS["self_attention_attention_numpy"],
         ),
-        Exercise(
+        GradientExercise(
             grade_id="self_attention_sdpa_torch",
             function_name="scaled_dot_product_attention",
+            make_gradient_cases=lambda seed: sdpa_cases(seed)[:3],
             reference=attention_reference.scaled_dot_product_attention,
             make_cases=sdpa_cases,
             mistakes=SDPA_MISTAKES,
@@ -572,9 +577,10 @@ EXERCISES = {
             rtol=1e-5,
             crash_hint=_CRASH_HINTS["self_attention_sdpa_torch"],
         ),
-        Exercise(
+        GradientExercise(
             grade_id="self_attention_self_attention",
             function_name="self_attention",
+            make_gradient_cases=lambda seed: self_attention_cases(seed)[:2],
             reference=reference.self_attention,
             make_cases=self_attention_cases,
             mistakes=SELF_ATTENTION_MISTAKES,
