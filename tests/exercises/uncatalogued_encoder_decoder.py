@@ -491,22 +491,50 @@ def gd_argmax_wrong_axis(model, src, src_mask, bos, steps):
     return _gd(model, src, src_mask, bos, steps, pick=lambda l: l.argmax(-1)[:, -1] * 0 + l[:, -1].argmin(-1))
 
 
+class BlockSwappedModules(_Block):
+    """Uses self.cross_attn for the self-attention and self.self_attn for the cross-attention."""
+
+    def sa(self, h):
+        return self.cross_attn(h, h, causal=True)
+
+    def ca(self, h, memory, src_mask):
+        return self.self_attn(h, memory, src_mask)
+
+
+def tf_mask_only_in_decoder(model, src, src_mask, tgt, bos):
+    """Encodes without src_mask, decodes with it."""
+    inputs = torch.cat([torch.full((tgt.shape[0], 1), bos), tgt[:, :-1]], dim=1)
+    logits = model.decode(inputs, model.encode(src, None), src_mask)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
+
+
+
+
+
 WRONG_ANSWERS = {
     "encoder_decoder_cross_weights": [v for k, v in vars(cross_weights_count_values).items() if not k.startswith("_")],
     "encoder_decoder_cross_attention": [
+        ca_fill_min_float32,
         ca_scale_sqrt_d_model, ca_scale_sqrt_d_v, ca_softmax_over_queries, ca_mask_on_query_axis, ca_mask_inverted,
         ca_ignores_mask, ca_mask_after_softmax, ca_causal_too, ca_values_from_x, ca_keys_from_x, ca_zeroes_memory_in_place, ca_scales_W_q_in_place, ca_sdpa_in_disguise, ca_batch_one_only,
         ca_weights_transposed, ],
     "encoder_decoder_block": [
+        BlockSwappedModules,
         BlockAlwaysPreNorm, BlockNormsAfterResidualWrong, BlockNormalisesMemory, BlockOneNorm, BlockCrossFirst,
         BlockNotCausal, BlockNoSrcMask, BlockGelu, BlockNoMlpResidual, BlockSelfAttendsTwice, BlockMemoryAsQuery,
         BlockDropout, BlockPostNormFinalOnly, BlockInPlaceResidual,
     ],
     "encoder_decoder_teacher_forcing": [
+        tf_mask_only_in_decoder,
+        tf_under_no_grad,
+        tf_detached,
+        tf_ignores_bos_argument,
         tf_no_shift, tf_no_bos, tf_no_mask, tf_sum, tf_softmax_first, tf_labels_transposed, tf_bos_at_end,
         tf_label_smoothing, tf_mean_of_last_position,
     ],
     "encoder_decoder_greedy": [
+        gd_int32,
+        gd_ignores_bos_argument,
         gd_first_position, gd_keeps_bos, gd_encodes_every_step, gd_no_mask_in_decode, gd_no_mask_in_encode,
         gd_last_token_only, gd_sampling, gd_float_ids, gd_one_step_short, gd_eos_sticks,
         gd_argmax_wrong_axis,
@@ -516,12 +544,12 @@ WRONG_ANSWERS = {
 # Wrong answers that PASS their test cell today (holes in the hidden tests), kept out of
 # WRONG_ANSWERS so that the suite stays green until the tests are fixed: (grade_id, answer).
 HOLES = [
-    ('encoder_decoder_cross_attention', ca_weights_float32),
-    ('encoder_decoder_cross_attention', ca_fill_min_float32),
-    ('encoder_decoder_teacher_forcing', tf_ignores_bos_argument),
-    ('encoder_decoder_teacher_forcing', tf_detached),
-    ('encoder_decoder_teacher_forcing', tf_under_no_grad),
+]
+
+# Answers that compute in float32 what the prompt gives in float64. They pass on purpose: the course
+# accepts float32 answers everywhere (tests/exercises/test_categories.py,
+# test_a_correct_answer_in_float32_passes), widening the tolerances to what float32 holds.
+ACCEPTED = [
+    ('encoder_decoder_cross_weights', ca_weights_float32),
     ('encoder_decoder_teacher_forcing', tf_float32),
-    ('encoder_decoder_greedy', gd_ignores_bos_argument),
-    ('encoder_decoder_greedy', gd_int32),
 ]

@@ -11,13 +11,16 @@ reference and from every other mistake):
   not projecting the values, shows); cases without a mask have T != S (keys from the decoder
   give weights of the wrong width); cases with a mask have T == S, so that a mask put on the
   query side or keys taken from the decoder still run, as they do in a student's notebook
-  whenever the two lengths agree; every masked row has padding, and no row is all padding.
+  whenever the two lengths agree; every masked row has padding, and no row is all padding. One
+  case has real scores near -3e4, so that padding filled with -1e4 instead of -inf shows.
 * block: both arrangements; LayerNorms with random weights and biases (a norm in the wrong
   place, or one norm reused, shows); cases with a source mask have T == S for the same reason.
 * teacher_forcing: a random float64 `TransformerSeq2Seq` (weights larger than at
-  initialisation, so every input changes the loss), padded sources, targets ending in EOS.
+  initialisation, so every input changes the loss), padded sources, targets ending in EOS; the
+  last case's BOS is not dates.BOS (an answer ignoring its `bos` argument shows).
 * greedy: a random float64 `EncoderCountingSeq2Seq`, which raises, with the mistake's own
-  message, when the encoder runs a second time; padded sources, so a dropped source mask shows.
+  message, when the encoder runs a second time; padded sources, so a dropped source mask shows;
+  the last case's BOS is not dates.BOS; ids must be long (`DtypeKindExercise`).
 """
 import dataclasses
 import functools
@@ -39,6 +42,25 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check", "diagnose"]
 
 DT = torch.float64
 
+
+@dataclasses.dataclass(frozen=True)
+class DtypeKindExercise(Exercise):
+    """Tensor results must be of the reference's kind of dtype: floating-point where it is (an
+    integer one-hot is no distribution to sample from), and the reference's integer dtype for ids
+    (long, as the prompt asks). float32 for float64 is accepted, as everywhere in the course
+    (tests/exercises/test_categories.py): the comparison then widens to float32's tolerances."""
+
+    def difference(self, got, expected):
+        for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
+            if not (isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor)):
+                continue
+            if e.is_floating_point() and not g.is_floating_point():
+                return (f"{name} should be a floating-point tensor ({e.dtype}, like the inputs), but it is "
+                        f"{g.dtype}.")
+            if not e.is_floating_point() and g.dtype != e.dtype:
+                return f"{name} should be a {e.dtype} tensor, but it is {g.dtype}."
+        return super().difference(got, expected)
+
 TRANSFORMER_BUILTINS = (
     "torch.nn:TransformerEncoderLayer",
     "torch.nn:TransformerDecoderLayer",
@@ -56,7 +78,12 @@ MODEL_PARTS = tuple(name for name in library.FORBIDDEN if not name.endswith(":At
 # The prediction's visible test can only check that the answer is a positive whole number: the
 # number itself is the question.
 HIDDEN_ONLY = {"count_source_self", "count_decoder_self", "count_one_head", "count_one_sentence",
-               "count_without_eos", "count_with_extra"}
+               "count_without_eos", "count_with_extra",
+               # The visible tests pass bos=dates.BOS, so using dates.BOS instead of the argument shows only
+               # on the hidden case whose BOS is another id.
+               "bos_ignored",
+               # The visible scores are small, so -1e4 already gives the padding weight 0 there.
+               "mask_large_finite"}
 
 
 # --------------------------------------------------------------------------- 1. cross_attention
@@ -71,11 +98,24 @@ def cross_attention_cases(seed):
         mask = None if lengths is None else torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
         return ((x, memory, *W), {"src_mask": mask})
 
+    def very_negative_case():
+        # Every real score near -2e4: padding filled with a large finite number (-1e4, as some
+        # libraries do) instead of -inf then outweighs every real key.
+        B, T, d_model, d_k, d_v = 2, 4, 5, 2, 3
+        x = 30.0 + 0.02 * torch.randn(B, T, d_model, generator=g, dtype=DT)
+        memory = -30.0 + 0.02 * torch.randn(B, T, d_model, generator=g, dtype=DT)
+        W_q = torch.ones(d_model, d_k, dtype=DT) + 0.01 * torch.randn(d_model, d_k, generator=g, dtype=DT)
+        W_k = torch.ones(d_model, d_k, dtype=DT) + 0.01 * torch.randn(d_model, d_k, generator=g, dtype=DT)
+        W_v = torch.randn(d_model, d_v, generator=g, dtype=DT)
+        mask = torch.arange(T)[None, :] < torch.tensor([3, 2])[:, None]
+        return ((x, memory, W_q, W_k, W_v), {"src_mask": mask})
+
     return [
         case(2, 3, 5, 6, 4, 3),
         case(3, 4, 4, 5, 3, 2, lengths=[3, 2, 1]),
         case(2, 5, 5, 8, 6, 4, lengths=[4, 2], scale=2.0),
         case(1, 2, 6, 4, 2, 5),
+        very_negative_case(),
     ]
 
 
@@ -102,6 +142,8 @@ def _cross_variant(kind):
                 scores = scores.masked_fill(src_mask[:, None, :], float("-inf"))
             elif kind == "mask_zero":
                 scores = scores.masked_fill(~src_mask[:, None, :], 0.0)
+            elif kind == "mask_large_finite":
+                scores = scores.masked_fill(~src_mask[:, None, :], -1e4)
             elif kind == "mask_after_softmax":
                 after = src_mask[:, None, :].to(scores.dtype)
             elif kind != "mask_ignored":
@@ -144,6 +186,9 @@ CROSS_MISTAKES = tuple(
          "are where it is False (~src_mask)."),
         ("mask_zero",
          "you set the padded scores to 0 instead of -inf: exp(0) = 1, so padding still gets weight."),
+        ("mask_large_finite",
+         "you filled the padded scores with a large finite number (-1e4) instead of -inf: when the real "
+         "scores are lower still, the padding takes the weight. float(\"-inf\") gives it exactly 0 always."),
         ("mask_after_softmax",
          "you zeroed the padding's weights after the softmax, so the rows no longer sum to one: set the "
          "padded scores to -inf before the softmax."),
@@ -302,6 +347,10 @@ BLOCK_MISTAKES = tuple(
 TOY_CONFIG = dict(d_model=8, num_heads=2, num_layers=1, d_ff=16, source_vocab=7, target_vocab=6,
                   max_source=8, max_target=8)
 TOY_PAD, TOY_BOS, TOY_EOS = 0, 1, 2
+# The last case of each exercise calls its BOS 5 (the toy vocabulary's last id), not 1: an answer that
+# ignores its `bos` argument and uses dates.BOS (= 1) would otherwise give the right result.
+TOY_BOS_OTHER = 5
+DATES_BOS = 1  # course_utils.data.dates.BOS, the id the notebook's visible tests use
 
 
 def toy_model(cls, seed, **extra):
@@ -333,7 +382,8 @@ def teacher_forcing_cases(seed):
     cases = []
     for i, (B, S, lengths, L) in enumerate([(3, 6, [6, 4, 2], 5), (2, 5, [3, 5], 4), (4, 7, [7, 1, 5, 3], 6)]):
         src, mask, tgt = toy_batch(g, B, S, lengths, L)
-        cases.append(((toy_model(TransformerSeq2Seq, seed + i), src, mask, tgt, TOY_BOS), {}))
+        bos = TOY_BOS_OTHER if i == 2 else TOY_BOS
+        cases.append(((toy_model(TransformerSeq2Seq, seed + i), src, mask, tgt, bos), {}))
     return cases
 
 
@@ -352,6 +402,8 @@ def _tf_variant(kind):
             decoder_in, labels = shifted, shifted
         elif kind == "bos_not_trimmed":
             decoder_in = torch.cat([start, tgt], dim=1)
+        elif kind == "bos_ignored":
+            decoder_in = torch.cat([torch.full_like(tgt[:, :1], DATES_BOS), tgt[:, :-1]], dim=1)
         else:
             decoder_in = shifted
         logits = model(src, None if kind == "no_src_mask" else src_mask, decoder_in)
@@ -381,6 +433,9 @@ TF_MISTAKES = tuple(
         ("bos_not_trimmed",
          "your decoder reads [bos, y_1, ..., y_L] and you scored its last L positions: those see the "
          "token they predict. Drop the target's last token from the input and score all L positions."),
+        ("bos_ignored",
+         "your decoder input starts with dates.BOS, not with the `bos` you were given: use the "
+         "argument, so that the function works for any vocabulary."),
         ("summed",
          "your loss is the sum over the tokens: the exercise asks for the mean cross-entropy over all "
          "B * L target tokens (F.cross_entropy's default)."),
@@ -401,7 +456,7 @@ def greedy_cases(seed):
     for i, (B, S, lengths, steps) in enumerate([(3, 6, [6, 3, 2], 5), (2, 5, [2, 5], 7), (4, 7, [7, 4, 1, 6], 6)]):
         src, mask, _ = toy_batch(g, B, S, lengths, 2)
         model = toy_model(EncoderCountingSeq2Seq, seed + 100 + i, max_encodes=1)
-        cases.append(((model, src, mask, TOY_BOS, steps), {}))
+        cases.append(((model, src, mask, TOY_BOS_OTHER if i == 2 else TOY_BOS, steps), {}))
     return cases
 
 
@@ -409,7 +464,8 @@ def _greedy_variant(kind):
     def compute(model, src, src_mask, bos, steps):
         with torch.no_grad():
             memory = model.encode(src, src_mask)
-            tokens = torch.full((src.shape[0], 1), bos, dtype=torch.long)
+            start = DATES_BOS if kind == "bos_ignored" else bos
+            tokens = torch.full((src.shape[0], 1), start, dtype=torch.long)
             for _ in range(steps - 1 if kind == "one_step_short" else steps):
                 if kind == "encoder_per_step":
                     memory = model.encode(src, src_mask)
@@ -437,6 +493,10 @@ GREEDY_MISTAKES = (
     Mistake("one_step_short",
             "you generated one token too few: run the decoder `steps` times, one new token each time.",
             _greedy_variant("one_step_short")),
+    Mistake("bos_ignored",
+            "you started from dates.BOS, not from the `bos` you were given: use the argument, so that "
+            "the function works for any vocabulary.",
+            _greedy_variant("bos_ignored")),
     Mistake("src_mask_dropped",
             "you decoded without src_mask, so the cross-attention reads the source's padding: pass it to "
             "model.decode at every step.",
@@ -516,7 +576,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
                    "is (B, L) too, model(src, src_mask, decoder_input) gives logits (B, L, V), and "
                    "F.cross_entropy wants (N, V) logits and (N,) labels",
     ),
-    Exercise(
+    DtypeKindExercise(
         grade_id="encoder_decoder_greedy",
         function_name="greedy_decode",
         reference=reference.greedy_decode,
