@@ -411,8 +411,31 @@ def tp_p_one_shortcut_else_top1(logits, p):
     return _topp(logits, p).where(torch.ones_like(q, dtype=torch.bool), q)
 
 
+_HISTORY = {}
+
+
+def fwc_global_history(model, tokens, cache=None):
+    """Games the cache: remembers the tokens in a global dict and runs the whole text again at every
+    call (exact logits, and a cache captured by hooks, but none of the saving)."""
+    past = _HISTORY.get(id(cache[0][0]), tokens[:, :0]) if cache else tokens[:, :0]
+    ids = torch.cat([past, tokens], dim=1)
+    captured = []
+    hooks = [h for b in model.blocks for h in (b.attn.k_proj.register_forward_hook(lambda m, i, o: captured.append(o)),
+                                               b.attn.v_proj.register_forward_hook(lambda m, i, o: captured.append(o)))]
+    try:
+        logits = model(ids)
+    finally:
+        for h in hooks:
+            h.remove()
+    new_cache = [(b.attn.split_heads(captured[2 * i]), b.attn.split_heads(captured[2 * i + 1]))
+                 for i, b in enumerate(model.blocks)]
+    _HISTORY[id(new_cache[0][0])] = ids
+    return logits[:, -tokens.shape[1]:], new_cache
+
+
 WRONG_ANSWERS = {
     "fast_generation_kv_cache": [
+        fwc_global_history,
         fwc_positions_from_zero, fwc_positions_off_by_one, fwc_plain_tril, fwc_no_mask_after_prompt, fwc_no_mask,
         fwc_modifies_cache, fwc_scale_d_model, fwc_one_cache_for_all_blocks, fwc_batch_zero_cache,
         fwc_recompute_then_slice, fwc_last_position_only, fwc_mask_diag_tpast_minus_one,
@@ -420,9 +443,11 @@ WRONG_ANSWERS = {
     ],
     "fast_generation_predict_cache": [v for k, v in vars(predicted_gib_values).items() if not k.startswith("_")],
     "fast_generation_cache_bytes": [
+        kvb_int32_overflow,
         kvb_query_heads, kvb_no_batch, kvb_keys_only, kvb_float, kvb_group_ratio, kvb_hard_coded,
         kvb_bits, ],
     "fast_generation_top_k": [
+        tk_one_hot_long,
         tk_topk, tk_threshold_keeps_ties, tk_multiplies_temperature, tk_eps_temperature, tk_divides_in_place,
         tk_keeps_k_plus_one, tk_ties_to_higher_index, tk_greedy_ignores_ties_last,
         tk_kth_index_crash, tk_last_axis_2d_only, tk_temperature_after_softmax_topk_ignored_when_greedy_k,
@@ -436,10 +461,16 @@ WRONG_ANSWERS = {
 # Wrong answers that PASS their test cell today (holes in the hidden tests), kept out of
 # WRONG_ANSWERS so that the suite stays green until the tests are fixed: (grade_id, answer).
 HOLES = [
+]
+
+# Answers that compute in float32 what the prompt gives in float64. They pass on purpose: the course
+# accepts float32 answers everywhere (tests/exercises/test_categories.py,
+# test_a_correct_answer_in_float32_passes), widening the tolerances to what float32 holds.
+ACCEPTED = [
     ('fast_generation_kv_cache', fwc_float32_logits),
-    ('fast_generation_cache_bytes', kvb_numpy_int),
-    ('fast_generation_cache_bytes', kvb_int32_overflow),
     ('fast_generation_top_k', tk_float32),
-    ('fast_generation_top_k', tk_one_hot_long),
     ('fast_generation_top_p', tp_float32),
+    # A NumPy integer counts as an int throughout the course (mistakes.kind, shared by every
+    # catalogue); it holds the byte count exactly (int64), and int32 overflow is caught above.
+    ('fast_generation_cache_bytes', kvb_numpy_int),
 ]

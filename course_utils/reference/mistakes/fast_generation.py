@@ -12,13 +12,15 @@ Instructor side, as secret as the reference. The hidden tests call `check(grade_
   (positions restarted at 0 differ), and after the prompt every query is one token behind
   several cached keys (a top-left causal mask hides them).
 * `fast_generation_cache_bytes`: integers, compared exactly; bytes per value 4 and 1 as well
-  as 2 (so forgetting the factor 2 and forgetting the bytes differ), kv heads < heads.
+  as 2 (so forgetting the factor 2 and forgetting the bytes differ), kv heads < heads; one count
+  (exercise 2's Mistral, 3 GiB) above 2^31, so a product in 32-bit integers shows.
 * `fast_generation_predict_cache`: a number (GiB) the student predicts; its config is chosen
   so that every catalogued slip gives a different number.
 * `fast_generation_top_k` and `fast_generation_top_p`: exact probabilities on rows with ties at
   the boundary, k larger than the vocabulary, p reached exactly (uniform rows: 0.25 and 0.5 are
   exact in binary, so every correct way of summing agrees), temperature 0 with a tied maximum,
-  1-D, 2-D and 3-D logits.
+  1-D, 2-D and 3-D logits. Their probabilities must be floating-point (an integer one-hot at
+  temperature 0 fails, `DtypeKindExercise`); float32 for float64 passes, as everywhere.
 
 Every `compute` is a closure defined here (its module is the catalogue), so the forbidden-API
 guard lets it use PyTorch freely, as a student may in this notebook.
@@ -41,6 +43,25 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check", "diagnose"]
 # the number itself is the question.
 HIDDEN_ONLY = {"predict_no_factor_2_or_bytes", "predict_query_heads", "predict_no_batch",
                "predict_no_layers", "predict_gb", "predict_mib", "predict_query_heads_no_batch"}
+
+
+@dataclasses.dataclass(frozen=True)
+class DtypeKindExercise(Exercise):
+    """Tensor results must be of the reference's kind of dtype: floating-point where it is (an
+    integer one-hot is no distribution to sample from), and the reference's integer dtype for ids
+    (long, as the prompt asks). float32 for float64 is accepted, as everywhere in the course
+    (tests/exercises/test_categories.py): the comparison then widens to float32's tolerances."""
+
+    def difference(self, got, expected):
+        for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
+            if not (isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor)):
+                continue
+            if e.is_floating_point() and not g.is_floating_point():
+                return (f"{name} should be a floating-point tensor ({e.dtype}, like the inputs), but it is "
+                        f"{g.dtype}.")
+            if not e.is_floating_point() and g.dtype != e.dtype:
+                return f"{name} should be a {e.dtype} tensor, but it is {g.dtype}."
+        return super().difference(got, expected)
 
 
 # --------------------------------------------------------------------------- 1. kv_cache
@@ -187,6 +208,8 @@ def cache_bytes_cases(seed):
         ((2, 7, 4, 4, 8, 2), {"batch_size": 3}),   # multi-head attention: kv heads = heads
         ((5, 6, 6, 1, 4, 1), {}),                   # multi-query, 1 byte per value, default batch 1
         ((32, 4096, 32, 8, 128, 2), {"batch_size": 1}),
+        # Exercise 2's Mistral: 3 GiB, more than a 32-bit integer holds (an int32 product overflows).
+        ((32, 8192, 32, 8, 128, 2), {"batch_size": 3}),
     ]
 
 
@@ -441,7 +464,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
         output_names=("your prediction (GiB)",),
         atol=0.0, rtol=2e-3,
     ),
-    Exercise(
+    DtypeKindExercise(
         grade_id="fast_generation_top_k",
         function_name="top_k_probs",
         reference=reference.top_k_probs,
@@ -453,7 +476,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
         crash_hint="logits has any number of leading dimensions and the vocabulary last; k may be "
                    "larger than the vocabulary (then every token is kept); temperature may be 0",
     ),
-    Exercise(
+    DtypeKindExercise(
         grade_id="fast_generation_top_p",
         function_name="top_p_probs",
         reference=reference.top_p_probs,
