@@ -279,6 +279,7 @@ def ba_scales_q_in_place(q, k, v, mask=None, block_size=4):
 
 WRONG_ANSWERS = {
     "long_context_rope": [
+        rope_float32_angles,
         rope_clockwise, rope_half_split, rope_no_factor_two, rope_base_1000, rope_ignores_positions,
         rope_positions_from_one, rope_in_place, rope_concat_not_interleave, rope_adds_sinusoid,
         rope_float64_out, rope_theta_over_d_half, rope_angle_index_from_columns,
@@ -288,6 +289,10 @@ WRONG_ANSWERS = {
         awb_t_times_d,
     ],
     "long_context_blocked_attention": [
+        ba_blocks_over_queries,
+        ba_ignores_block_size,
+        ba_full_rows_manual_softmax,
+        ba_mask_slices_second_axis,
         ba_no_rescale, ba_no_guard, ba_nan_for_empty_row, ba_scale_sqrt_dv, ba_ignores_mask, ba_drops_last_block,
         ba_fill_minus_1e9, ba_no_max_subtracted, ba_scales_q_in_place,
     ],
@@ -296,10 +301,11 @@ WRONG_ANSWERS = {
 # Wrong answers that PASS their test cell today (holes in the hidden tests), kept out of
 # WRONG_ANSWERS so that the suite stays green until the tests are fixed: (grade_id, answer).
 HOLES = [
-    ('long_context_rope', rope_float32_angles),
-    ('long_context_blocked_attention', ba_mask_slices_second_axis),
+]
+
+# Answers that compute in float32 what the prompt gives in float64. They pass on purpose: the course
+# accepts float32 answers everywhere (tests/exercises/test_categories.py,
+# test_a_correct_answer_in_float32_passes), widening the tolerances to what float32 holds.
+ACCEPTED = [
     ('long_context_blocked_attention', ba_float32_out),
-    ('long_context_blocked_attention', ba_full_rows_manual_softmax),
-    ('long_context_blocked_attention', ba_ignores_block_size),
-    ('long_context_blocked_attention', ba_blocks_over_queries),
 ]

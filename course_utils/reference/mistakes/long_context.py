@@ -11,13 +11,16 @@ every other mistake on them):
   some pass explicit, unordered positions (so that ignoring them shows); d >= 4 everywhere, so
   that pairing halves differs from pairing neighbours and 2i/d differs from i/d; 2-D, 3-D and
   4-D inputs; one float32 case with positions small enough that float32 angles are exact to
-  the tolerance.
+  the tolerance, and one float64 case at positions near 10^5, where angles computed in float32
+  are not.
 * weights_bytes: batch, heads, T and the bytes per number all differ from each other and from 1.
 * blocked_attention: Tk not a multiple of the block size (a dropped tail block shows), a
   causal mask, a mask whose first key block is fully masked for some rows (an unguarded
   -inf - (-inf) = nan shows) together with a fully masked row (zero output, not nan), an
-  inverted-mask-safe case, and a case whose blocks' maxima differ by thousands (a maximum that
-  is not carried overflows there).
+  inverted-mask-safe case, a case whose blocks' maxima differ by thousands (a maximum that
+  is not carried overflows there), and batched masks (B, Tq, Tk) and (B, 1, Tk) (a mask sliced
+  as mask[:, start:stop] cuts the wrong axis). That no (Tq, Tk) table is built is checked by the
+  notebook's visible test (demo.peak_tensor_bytes).
 """
 import math
 
@@ -108,6 +111,9 @@ def _rope_cases(seed):
         ((randn(7, 10),), {"positions": torch.arange(40, 47)}),
         ((randn(4, 9, 8, dtype=torch.float32),), {}),
         ((randn(2, 5, 12, dtype=torch.float32),), {"positions": torch.tensor([20, 2, 31, 9, 14])}),
+        # Positions of a 128k-token context in float64: angles computed in float32 (whose spacing
+        # is 0.008 near 10^5) are off by about 1e-3 radians there.
+        ((randn(3, 4, 8),), {"positions": torch.tensor([65537, 100003, 131071, 30011])}),
     ]
 
 
@@ -320,6 +326,9 @@ def _blocked_cases(seed):
     u = torch.ones(d, dtype=DT)
     q_big = 45.0 * u.expand(3, d).clone()
     k_big = torch.cat([45.0 * u.expand(3, d), -45.0 * u.expand(7, d)])
+    batch_mask = torch.rand(3, 5, 10, generator=g) < 0.5
+    batch_mask[..., 0] = True  # every row sees a key
+    padding_mask = (torch.arange(7)[None, :] < torch.tensor([7, 4])[:, None])[:, None, :]
     return [
         ((randn(2, 6, 4), randn(2, 9, 4), randn(2, 9, 5)), {"block_size": 4}),
         ((randn(2, 3, 7, 6), randn(2, 3, 7, 6), randn(2, 3, 7, 3)),
@@ -327,6 +336,11 @@ def _blocked_cases(seed):
         ((randn(2, Tq, 6), randn(2, Tk, 6), randn(2, Tk, 3)), {"mask": mask, "block_size": 4}),
         ((q_big, k_big, randn(10, 2)), {"block_size": 3}),
         ((randn(4, 8), randn(13, 8), randn(13, 2)), {"block_size": 5}),
+        # A mask per sequence of the batch, (B, Tq, Tk), and a key-padding mask (B, 1, Tk) that
+        # broadcasts over the queries: slicing mask[:, start:stop], as if it were (Tq, Tk), cuts the
+        # wrong axis.
+        ((randn(3, 5, 4), randn(3, 10, 4), randn(3, 10, 2)), {"mask": batch_mask, "block_size": 4}),
+        ((randn(2, 6, 4), randn(2, 7, 4), randn(2, 7, 3)), {"mask": padding_mask, "block_size": 3}),
     ]
 
 
