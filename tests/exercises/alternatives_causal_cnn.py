@@ -1,5 +1,6 @@
 """Second correct implementations of notebook 02's exercises, written differently from the
 reference: the real test cells must pass them too."""
+import numpy as np
 import torch
 from torch import nn
 
@@ -50,7 +51,7 @@ def conv_output_length_count(length, kernel_size, stride=1, dilation=1, padding=
 
 
 ALTERNATIVES = {
-    "causal_cnn_layers_needed": [10, 10.0, 2 * 5],
+    "causal_cnn_layers_needed": [10, 10.0, 2 * 5, np.ceil(np.log2(1000)).astype(np.int64)],
     "causal_cnn_conv": [causal_conv1d_chomp, causal_conv1d_taps],
     "causal_cnn_receptive_field": [receptive_field_top_down],
     "causal_cnn_output_length": [conv_output_length_count],

@@ -68,7 +68,7 @@ def rotation_by_matrix_exponential(offset, d_model):
 
 
 ALTERNATIVES = {
-    "embeddings_positions_wavelength": [628.3, 628.32, 200 * 3.14159, 2 * 3.14159265 * 100],
+    "embeddings_positions_wavelength": [628.3, 628.32, 200 * 3.14159, 2 * 3.14159265 * 100, np.float32(2 * np.pi * 100)],
     "embeddings_positions_one_hot": [one_hot_by_comparison, one_hot_by_eye],
     "embeddings_positions_cosine": [cosine_by_einsum, cosine_in_numpy],
     "embeddings_positions_sinusoidal": [sinusoidal_by_loops, sinusoidal_by_complex],

@@ -54,7 +54,8 @@ def spectral_radius_power_limit(W):
 
 
 ALTERNATIVES = {
-    "rnn_limits_capacity": [21, 21.0, (32 * 2) // 3],
+    # np.max of a list of counts gives a NumPy integer
+    "rnn_limits_capacity": [21, 21.0, (32 * 2) // 3, np.max([n for n in range(1, 30) if 8 ** n <= 2 ** 64])],
     "rnn_limits_step": [rnn_step_einsum, rnn_step_concatenated],
     "rnn_limits_forward": [rnn_forward_projected_first, rnn_forward_time_major],
     "rnn_limits_spectral_radius": [spectral_radius_numpy, spectral_radius_power_limit],
