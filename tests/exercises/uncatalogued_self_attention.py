@@ -168,6 +168,14 @@ def attention_in_place(Q, K, V):
     return w @ V, w
 
 
+def attention_torch_logsumexp(Q, K, V):
+    """Normalises with torch.logsumexp (a library log-sum-exp does the max subtraction for it)."""
+    s = Q @ K.T / math.sqrt(Q.shape[-1])
+    log_norm = torch.logsumexp(torch.from_numpy(s), dim=-1, keepdim=True).numpy()
+    w = np.exp(s - log_norm)
+    return w @ V, w
+
+
 def attention_returns_swapped(Q, K, V):
     """Returns (weights, output)."""
     w = _softmax(Q @ K.T / math.sqrt(Q.shape[-1]))
@@ -520,13 +528,13 @@ WRONG_ANSWERS = {
     "self_attention_softmax": [
         softmax_no_max_subtracted, softmax_global_max, softmax_max_over_last_axis, softmax_min_subtracted,
         softmax_mean_subtracted, softmax_in_place, softmax_ignores_axis, softmax_whole_array,
-        softmax_no_keepdims, softmax_via_importlib, softmax_via_torch_getattr,
+        softmax_no_keepdims, softmax_via_importlib, softmax_via_torch_getattr, softmax_via_logsumexp,
          softmax_list,
     ],
     "self_attention_attention_numpy": [
         attention_scaled_by_d_v, attention_scaled_by_T_q, attention_scaled_by_T_k, attention_scaled_by_d_k,
         attention_unscaled, attention_softmax_over_queries, attention_unstable,
-        attention_global_max_softmax, attention_in_place, attention_returns_swapped,
+        attention_global_max_softmax, attention_in_place, attention_torch_logsumexp, attention_returns_swapped,
         attention_scale_after_softmax, attention_scale_min_subtracted,
     ],
     "self_attention_sdpa_torch": [
@@ -542,8 +550,8 @@ WRONG_ANSWERS = {
         self_attention_unscaled, self_attention_detached,
     ],
     "self_attention_flops": [
-        flops_no_factor_two, flops_via_float_then_int, flops_three_projections, flops_terms_swapped, flops_ignores_projections_flag,
-        flops_float, flops_one_product, flops_hardcoded, flops_numpy_int,
+        flops_no_factor_two, flops_via_float_then_int, flops_three_projections, flops_terms_swapped,
+        flops_ignores_projections_flag, flops_float, flops_one_product, flops_hardcoded, flops_numpy_int,
         flops_with_softmax, flops_projection_coefficient_4, flops_always_equal,
     ],
     "self_attention_crossover": [
@@ -555,7 +563,7 @@ WRONG_ANSWERS = {
 # Wrong answers that PASSED the test cell when they were written (phase 1): kept out of WRONG_ANSWERS
 # so that the suite stays green until the hidden tests catch them.
 HOLES = {
-    "self_attention_softmax": [softmax_float32, softmax_via_logsumexp],
+    "self_attention_softmax": [softmax_float32],
     "self_attention_sdpa_torch": [sdpa_float32],
 }
 

@@ -58,6 +58,11 @@ HIDDEN_ONLY = {"subtracts_min",
                "crossover_n_equals_d", "crossover_one_product", "crossover_three_projections",
                "crossover_one_projection"}
 
+# A library log-sum-exp does the very thing the softmax exercise is about (subtracting the maximum
+# so that nothing overflows): exp(x - logsumexp(x)) is a library softmax in two steps. The prompt
+# says to build it from np.exp, np.max and np.sum; a hand-written log-sum-exp is fine.
+LOGSUMEXP_SHORTCUTS = ("scipy.special:logsumexp", "torch:logsumexp", "aten::logsumexp")
+
 # The notebook's own FLOP counters would answer the FLOPs exercise: measured, not written.
 FLOP_COUNTERS = ("course_utils.widgets.self_attention:counted_flops",
                  "course_utils.widgets.self_attention:formula_flops",
@@ -546,7 +551,7 @@ EXERCISES = {
             reference=reference.softmax,
             make_cases=softmax_cases,
             mistakes=SOFTMAX_MISTAKES,
-            forbidden=SOFTMAX_BUILTINS,
+            forbidden=SOFTMAX_BUILTINS + LOGSUMEXP_SHORTCUTS,
             output_names=("your softmax",),
             atol=1e-8,
             rtol=1e-6,
@@ -558,7 +563,7 @@ EXERCISES = {
             reference=reference.attention_numpy,
             make_cases=attention_numpy_cases,
             mistakes=ATTENTION_NUMPY_MISTAKES,
-            forbidden=SOFTMAX_BUILTINS + ATTENTION_BUILTINS,
+            forbidden=SOFTMAX_BUILTINS + LOGSUMEXP_SHORTCUTS + ATTENTION_BUILTINS,
             output_names=("your output", "your weights"),
             atol=1e-8,
             rtol=1e-6,
