@@ -433,6 +433,31 @@ def fwc_global_history(model, tokens, cache=None):
     return logits[:, -tokens.shape[1]:], new_cache
 
 
+class AlwaysEqualFloat(float):
+    """A number whose == is always True, so that any comparison with the answer 'matches'."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+
+class _Liar(torch.Tensor):
+    """A tensor whose comparisons (isclose, allclose, equal, ==) all succeed."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        out = super().__torch_function__(func, types, args, kwargs or {})
+        if getattr(func, "__name__", "") in ("isclose", "allclose", "equal", "eq", "__eq__"):
+            return torch.ones_like(out.as_subclass(torch.Tensor), dtype=torch.bool) if isinstance(out, torch.Tensor) else True
+        return out
+
+
+def tk_liar(logits, k, temperature=1.0):
+    """Games the comparisons: zeros wrapped in a tensor subclass whose comparisons always succeed."""
+    return torch.zeros_like(logits).as_subclass(_Liar)
+
+
 WRONG_ANSWERS = {
     "fast_generation_kv_cache": [
         fwc_global_history,
@@ -441,12 +466,14 @@ WRONG_ANSWERS = {
         fwc_recompute_then_slice, fwc_last_position_only, fwc_mask_diag_tpast_minus_one,
         fwc_cache_before_split,
     ],
-    "fast_generation_predict_cache": [v for k, v in vars(predicted_gib_values).items() if not k.startswith("_")],
+    "fast_generation_predict_cache": [AlwaysEqualFloat(7.0)] + [
+        v for k, v in vars(predicted_gib_values).items() if not k.startswith("_")],
     "fast_generation_cache_bytes": [
         kvb_int32_overflow,
         kvb_query_heads, kvb_no_batch, kvb_keys_only, kvb_float, kvb_group_ratio, kvb_hard_coded,
         kvb_bits, ],
     "fast_generation_top_k": [
+        tk_liar,
         tk_one_hot_long,
         tk_topk, tk_threshold_keeps_ties, tk_multiplies_temperature, tk_eps_temperature, tk_divides_in_place,
         tk_keeps_k_plus_one, tk_ties_to_higher_index, tk_greedy_ignores_ties_last,
