@@ -530,7 +530,8 @@ WRONG_ANSWERS = {
     "encoder_decoder_cross_attention": [
         ca_fill_min_float32,
         ca_scale_sqrt_d_model, ca_scale_sqrt_d_v, ca_softmax_over_queries, ca_mask_on_query_axis, ca_mask_inverted,
-        ca_ignores_mask, ca_mask_after_softmax, ca_causal_too, ca_values_from_x, ca_keys_from_x, ca_zeroes_memory_in_place, ca_scales_W_q_in_place, ca_sdpa_in_disguise, ca_batch_one_only,
+        ca_ignores_mask, ca_mask_after_softmax, ca_causal_too, ca_values_from_x, ca_keys_from_x,
+        ca_zeroes_memory_in_place, ca_scales_W_q_in_place, ca_sdpa_in_disguise, ca_batch_one_only,
         ca_weights_transposed, ],
     "encoder_decoder_block": [
         BlockSwappedModules,

@@ -305,7 +305,8 @@ def tk_temperature_after_softmax_topk_ignored_when_greedy_k(logits, k, temperatu
     if temperature == 0:
         idx = torch.sort(logits, dim=-1, descending=True, stable=True).indices[..., :min(k, logits.shape[-1])]
         m = torch.zeros_like(logits).scatter(-1, idx, 1.0)
-        return m * (logits == logits.amax(-1, keepdim=True)) / (m * (logits == logits.amax(-1, keepdim=True))).sum(-1, keepdim=True)
+        tied = m * (logits == logits.amax(-1, keepdim=True))
+        return tied / tied.sum(-1, keepdim=True)
     return _topk(logits, k, temperature)
 
 
@@ -449,7 +450,9 @@ class _Liar(torch.Tensor):
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         out = super().__torch_function__(func, types, args, kwargs or {})
         if getattr(func, "__name__", "") in ("isclose", "allclose", "equal", "eq", "__eq__"):
-            return torch.ones_like(out.as_subclass(torch.Tensor), dtype=torch.bool) if isinstance(out, torch.Tensor) else True
+            if isinstance(out, torch.Tensor):
+                return torch.ones_like(out.as_subclass(torch.Tensor), dtype=torch.bool)
+            return True
         return out
 
 

@@ -266,7 +266,8 @@ def ba_blocks_over_queries(q, k, v, mask=None, block_size=4):
     """Blocks over the queries (each block a full row softmax by hand), not over the keys."""
     outs = []
     for s in range(0, q.shape[-2], block_size):
-        mm = None if mask is None else torch.broadcast_to(mask, q.shape[:-2] + (q.shape[-2], k.shape[-2]))[..., s:s + block_size, :]
+        full = None if mask is None else torch.broadcast_to(mask, q.shape[:-2] + (q.shape[-2], k.shape[-2]))
+        mm = None if full is None else full[..., s:s + block_size, :]
         outs.append(ba_full_rows_manual_softmax(q[..., s:s + block_size, :], k, v, mm))
     return torch.cat(outs, -2)
 
