@@ -76,6 +76,16 @@ def step_vf_in_disguise(x_t, h_prev, W_xh, W_hh, b):
     return torch._VF.rnn_tanh_cell(x_t, h_prev, W_xh.T, W_hh.T, b, torch.zeros_like(b))
 
 
+def step_aten_in_disguise(x_t, h_prev, W_xh, W_hh, b):
+    """Calls PyTorch's RNN cell operator as torch.ops.aten.rnn_tanh_cell."""
+    return torch.ops.aten.rnn_tanh_cell(x_t, h_prev, W_xh.T, W_hh.T, b, torch.zeros_like(b))
+
+
+def step_variable_functions_in_disguise(x_t, h_prev, W_xh, W_hh, b):
+    """Calls PyTorch's RNN cell through torch._C._VariableFunctions, whose attributes cannot be patched."""
+    return torch._C._VariableFunctions.rnn_tanh_cell(x_t, h_prev, W_xh.T, W_hh.T, b, torch.zeros_like(b))
+
+
 def step_detached(x_t, h_prev, W_xh, W_hh, b):
     """Right values computed under no_grad: nothing can be trained through it."""
     with torch.no_grad():
@@ -375,7 +385,7 @@ WRONG_ANSWERS = {
         step_W_hh_transposed, step_bias_after_tanh, step_no_bias, step_sigmoid, step_clamp,
         step_first_sequence_only, step_state_of_first_row, step_updates_h_prev_in_place,
         step_naive_tanh, step_rnn_cell_in_disguise, step_detached, step_hard_coded_worked_example,
-        step_vf_in_disguise,
+        step_vf_in_disguise, step_aten_in_disguise,
     ],
     "rnn_limits_forward": [
         forward_includes_h0, forward_h0_every_step, forward_ignores_h0, forward_time_major_stack,
@@ -431,4 +441,7 @@ def radius_patches_numpy_array(W):
 # they break NumPy for the rest of the process.
 SHARED_CODE_HOLES = {
     "rnn_limits_spectral_radius": [radius_patches_numpy_array],
+    # The forbidden-API guard patches names; torch._C._VariableFunctions is read-only, and
+    # rnn_tanh_cell is a composite operator that a dispatch mode never sees.
+    "rnn_limits_step": [step_variable_functions_in_disguise],
 }

@@ -45,6 +45,9 @@ RNN_BUILTINS = (
     # torch._C._VariableFunctions, so patching torch.rnn_tanh_cell does not reach it.
     "torch._VF:rnn_tanh",
     "torch._VF:rnn_tanh_cell",
+    # The same operators as torch.ops.aten packets (composite: an "aten::" entry never sees them).
+    "torch:ops.aten.rnn_tanh",
+    "torch:ops.aten.rnn_tanh_cell",
 )
 
 
