@@ -472,7 +472,10 @@ def _greedy_variant(kind):
                 fed = tokens[:, -1:] if kind == "last_token_only" else tokens
                 logits = model.decode(fed, memory, None if kind == "src_mask_dropped" else src_mask)
                 position = 0 if kind == "first_position" else -1
-                tokens = torch.cat([tokens, logits[:, position].argmax(dim=-1, keepdim=True)], dim=1)
+                best = logits[:, position].argmax(dim=-1, keepdim=True)
+                if kind == "eos_sticks":  # a sentence that wrote EOS writes EOS from then on
+                    best = torch.where((tokens[:, 1:] == TOY_EOS).any(dim=1, keepdim=True), TOY_EOS, best)
+                tokens = torch.cat([tokens, best], dim=1)
         return tokens if kind == "bos_included" else tokens[:, 1:]
     return compute
 
@@ -493,6 +496,10 @@ GREEDY_MISTAKES = (
     Mistake("one_step_short",
             "you generated one token too few: run the decoder `steps` times, one new token each time.",
             _greedy_variant("one_step_short")),
+    Mistake("eos_sticks",
+            "once a sentence wrote EOS you kept writing EOS for it: here every sentence is decoded for "
+            "exactly `steps` tokens, each the most probable after all the tokens before it, EOS included.",
+            _greedy_variant("eos_sticks")),
     Mistake("bos_ignored",
             "you started from dates.BOS, not from the `bos` you were given: use the argument, so that "
             "the function works for any vocabulary.",

@@ -360,6 +360,13 @@ TOP_K_MISTAKES = (
 
 def _top_p_variant(kind):
     def compute(logits, p):
+        if kind == "softmax_first_axis":  # softmax over dim 0; then the probabilities sorted and kept
+            probs = torch.softmax(logits, dim=0)
+            ranked = torch.sort(probs, dim=-1, descending=True, stable=True)
+            keep = torch.zeros_like(probs, dtype=torch.bool).scatter(
+                -1, ranked.indices, ranked.values.cumsum(-1) - ranked.values < p)
+            kept = probs * keep
+            return kept / kept.sum(dim=-1, keepdim=True)
         probs = torch.softmax(logits, dim=-1)
         order = torch.sort(logits, dim=-1, descending=kind != "ascending", stable=True).indices
         if kind == "ties_last":
@@ -422,6 +429,10 @@ TOP_P_MISTAKES = (
             "you set the tokens outside the nucleus to zero but did not renormalise: the kept "
             "probabilities must sum to one.",
             _top_p_variant("not_renormalised")),
+    Mistake("softmax_first_axis",
+            "your softmax runs over the first axis (dim=0), across the rows of the batch: each row's "
+            "distribution is over its own vocabulary, the last axis, torch.softmax(logits, dim=-1).",
+            _top_p_variant("softmax_first_axis")),
 )
 
 
