@@ -26,10 +26,13 @@ from course_utils.reference.mistakes.gradients import GradientExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "ModuleExercise", "check"]
 
-# Mistakes that the visible tests cannot catch without the reference (none in this notebook:
-# every mistake below fails a visible worked example or the comparison with
-# torch.nn.MultiheadAttention).
-HIDDEN_ONLY = set()
+# Mistakes that the visible tests cannot catch without the reference (the others fail a visible
+# worked example or the comparison with torch.nn.MultiheadAttention).
+HIDDEN_ONLY = {
+    # The visible tests pass the same tensor as key and value (self-attention, then cross-attention
+    # with one memory): only the hidden cross-attention cases, with key != value, tell them apart.
+    "values_from_key",
+}
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
 
@@ -189,7 +192,7 @@ class _WrongMultiHeadAttention(nn.Module):
     def forward(self, query, key, value):
         q = self._heads_apart(self.q_proj(query))
         k = self._heads_apart(self.k_proj(key))
-        v = self._heads_apart(self.v_proj(value))
+        v = self._heads_apart(self.v_proj(key if self.kind == "values_from_key" else value))
         if self.kind == "sqrt_d_model":
             divisor = math.sqrt(self.d_model)
         elif self.kind == "no_scaling":
@@ -284,6 +287,11 @@ ATTENTION = ModuleExercise(
                 "your softmax runs over the queries (dim=-2); each query's weights over the keys "
                 "must sum to one: softmax over the last axis.",
                 _wrong_module("softmax_over_queries")),
+        Mistake("values_from_key",
+                "your values come from `key` (v_proj(key)); they are v_proj(value). In self-attention "
+                "key and value are the same tensor, so this only shows when they differ, as in "
+                "cross-attention.",
+                _wrong_module("values_from_key")),
     ),
 )
 
