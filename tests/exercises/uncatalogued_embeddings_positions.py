@@ -61,6 +61,11 @@ def one_hot_builtin_in_disguise(token_ids, vocab_size):
     return getattr(F, "one" + "_hot")(token_ids, vocab_size).float()
 
 
+def one_hot_aten_in_disguise(token_ids, vocab_size):
+    """Calls F.one_hot's operator as torch.ops.aten.one_hot."""
+    return torch.ops.aten.one_hot(token_ids, vocab_size).float()
+
+
 def one_hot_scatter_wrong_dim(token_ids, vocab_size):
     """Scatters along dim 1 (the vocabulary axis only for a flat sentence)."""
     out = torch.zeros(*token_ids.shape, vocab_size)
@@ -156,6 +161,16 @@ def cosine_builtin_in_disguise(a, b):
 def cosine_pairs_rows_with_same_index(a, b):
     """Divides row i by |a_i| |b_i| (keepdim on both sides): runs only when n == m, and is wrong then."""
     return a @ b.T / (a.norm(dim=1, keepdim=True) * b.norm(dim=1, keepdim=True))
+
+
+def cosine_aten_in_disguise(a, b):
+    """Calls the forbidden operator as torch.ops.aten.cosine_similarity."""
+    return torch.ops.aten.cosine_similarity(a[:, None, :], b[None, :, :], 2, 1e-8)
+
+
+def cosine_variable_functions_in_disguise(a, b):
+    """Calls torch.cosine_similarity through torch._C._VariableFunctions, whose attributes cannot be patched."""
+    return torch._C._VariableFunctions.cosine_similarity(a[:, None, :], b[None, :, :], 2, 1e-8)
 
 
 def cosine_squared(a, b):
@@ -366,13 +381,13 @@ WRONG_ANSWERS = {
         one_hot_long, one_hot_bool, one_hot_columns_from_max_id, one_hot_one_dimensional_only,
         one_hot_off_by_one, one_hot_column_major_batch, one_hot_vocab_first, one_hot_index_all_rows,
         one_hot_builtin_in_disguise, one_hot_scatter_wrong_dim, one_hot_numpy, one_hot_first_row_of_batch, one_hot_lookup_of_visible_case,
-        one_hot_sentences_and_batches_only,
+        one_hot_sentences_and_batches_only, one_hot_aten_in_disguise,
     ],
     "embeddings_positions_cosine": [
         cosine_unnormalised, cosine_normalises_columns, cosine_frobenius, cosine_normalises_a_only,
         cosine_transposed, cosine_squared_norms, cosine_clamped_to_zero, cosine_absolute,
         cosine_normalises_in_place, cosine_builtin_in_disguise, cosine_pairs_rows_with_same_index,
-        cosine_squared,
+        cosine_squared, cosine_aten_in_disguise,
     ],
     "embeddings_positions_sinusoidal": [
         pe_column_index_as_i, pe_base_1000, pe_concatenated, pe_cos_first, pe_positions_from_one, pe_i_over_d,
@@ -402,4 +417,11 @@ HOLES = {}
 #   comparing them at float32's tolerances; a cast is indistinguishable from that.
 NOT_WRONG = {
     "embeddings_positions_cosine": [cosine_float32],
+}
+
+# Holes that only a change to shared code (course_utils/grading/guards.py) can close: the guard
+# patches names, torch._C._VariableFunctions is read-only, and the operator is composite, so a
+# dispatch mode never sees it.
+SHARED_CODE_HOLES = {
+    "embeddings_positions_cosine": [cosine_variable_functions_in_disguise],
 }

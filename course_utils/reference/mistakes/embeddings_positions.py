@@ -72,7 +72,8 @@ ONE_HOT = Exercise(
             oh_flattened,
         ),
     ),
-    forbidden=("torch.nn.functional:one_hot",),
+    # torch.ops.aten.one_hot is the same operator as a packet that F.one_hot's recorder does not reach
+    forbidden=("torch.nn.functional:one_hot", "torch:ops.aten.one_hot"),
     output_names=("your one-hot tensor",),
 )
 
@@ -160,6 +161,7 @@ COSINE = Exercise(
         "torch:cosine_similarity",
         "torch.nn.functional:normalize",
         "torch.nn:CosineSimilarity",
+        "torch:ops.aten.cosine_similarity",  # the same operator as a packet, which the names above miss
     ),
     output_names=("your similarity matrix",),
     atol=1e-8,
