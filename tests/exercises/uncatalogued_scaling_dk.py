@@ -254,6 +254,39 @@ def jacobian_via_importlib(z):
     return torch.stack([fn(r) for r in flat]).reshape(*z.shape, z.shape[-1])
 
 
+def jacobian_via_vars_jacfwd(z):
+    """Reaches torch.func.jacfwd through vars() (forward-mode autograd in disguise)."""
+    jacfwd = vars(torch.func)["jac" + "fwd"]
+    flat = z.reshape(-1, z.shape[-1])
+    J = torch.stack([jacfwd(lambda t: torch.softmax(t, dim=-1))(r) for r in flat])
+    return J.reshape(*z.shape, z.shape[-1])
+
+
+def jacobian_dual_numbers(z):
+    """Uses forward-mode dual numbers (torch.autograd.forward_ad): autograd, not the formula."""
+    import torch.autograd.forward_ad as fwAD
+
+    columns = []
+    for j in range(z.shape[-1]):
+        with fwAD.dual_level():
+            tangent = torch.zeros_like(z)
+            tangent[..., j] = 1.0
+            out = torch.softmax(fwAD.make_dual(z, tangent), dim=-1)
+            columns.append(fwAD.unpack_dual(out).tangent)
+    return torch.stack(columns, dim=-1)
+
+
+def jacobian_finite_differences(z):
+    """Central finite differences instead of the formula (too coarse in float32)."""
+    h = 1e-5
+    columns = []
+    for j in range(z.shape[-1]):
+        e = torch.zeros(z.shape[-1], dtype=z.dtype)
+        e[j] = h
+        columns.append((torch.softmax(z + e, dim=-1) - torch.softmax(z - e, dim=-1)) / (2 * h))
+    return torch.stack(columns, dim=-1)
+
+
 def jacobian_log_softmax(z):
     """Returns the Jacobian of log_softmax, I - 1 s^T."""
     s = torch.softmax(z, dim=-1)
@@ -307,7 +340,8 @@ WRONG_ANSWERS = {
     "scaling_dk_jacobian": [
         jacobian_sign_flipped, jacobian_diagonal_only, jacobian_torch_diag, jacobian_flattened_batch,
         jacobian_inner_product, jacobian_unstable, jacobian_softmax_dim_0,
-        jacobian_via_importlib, jacobian_log_softmax, jacobian_in_place, jacobian_one_or_two_dims,
+        jacobian_via_importlib, jacobian_via_vars_jacfwd, jacobian_dual_numbers, jacobian_finite_differences,
+        jacobian_log_softmax, jacobian_in_place, jacobian_one_or_two_dims,
     ],
     "scaling_dk_raw_variance": [
         RAW_VARIANCE_SIGMA_ONCE, RAW_VARIANCE_UNIT, RAW_VARIANCE_STD, RAW_VARIANCE_SCALED,
@@ -316,8 +350,10 @@ WRONG_ANSWERS = {
     ],
 }
 
-# Wrong answers that PASSED the test cell when they were written (phase 1): kept out of WRONG_ANSWERS
-# so that the suite stays green until the hidden tests catch them.
+# Wrong answers that still PASS the test cell, kept out of WRONG_ANSWERS so that the suite stays green.
+# Left open on purpose: a float32 result is compared with float32 tolerances by design
+# (mistakes/__init__.py, `Exercise.tolerances`), and `kind` counts a NumPy float32 scalar as "a float",
+# so the prompt's "a Python float" is not enforced (shared code).
 HOLES = {
     "scaling_dk_variance": [variance_float32_numpy],
     "scaling_dk_jacobian": [jacobian_float32],
