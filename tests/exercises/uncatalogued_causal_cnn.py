@@ -257,6 +257,14 @@ def field_strides_added(kernel_sizes, dilations, strides=None):
     return r
 
 
+def field_measured_by_the_widget(kernel_sizes, dilations, strides=None):
+    """Measures the field with the notebook's own gradient demo (its answer key) instead of the formula."""
+    from course_utils.widgets import causal_cnn as demo
+
+    net = demo.valid_conv_stack(list(kernel_sizes), list(dilations), strides and list(strides), seed=0)
+    return demo.footprint_span(demo.gradient_footprint(net, length=4096))
+
+
 class AlwaysEqualInt(int):
     """An int that says it equals anything."""
 
@@ -358,7 +366,7 @@ WRONG_ANSWERS = {
         field_own_stride, field_strides_including_own, field_ignores_strides, field_k_times_d,
         field_no_plus_one, field_product_of_kernels, field_none_strides_zip, field_float,
         field_inserts_into_strides, field_next_layers_stride, field_always_equal,
-        field_previous_stride_only, field_strides_added,
+        field_previous_stride_only, field_strides_added, field_measured_by_the_widget,
     ],
     "causal_cnn_output_length": [
         length_no_dilation, length_padding_once, length_ceil, length_true_division, length_dilation_times_k,

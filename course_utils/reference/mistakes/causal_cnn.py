@@ -230,6 +230,15 @@ RECEPTIVE_FIELD = Exercise(
             rf_span_per_layer,
         ),
     ),
+    # The notebook's widget measures the field with gradients (the check printed after the
+    # exercise) and counts it for stride-1 stacks: the answer key, not a tool for writing it.
+    forbidden=(
+        "course_utils.widgets.causal_cnn:valid_conv_stack",
+        "course_utils.widgets.causal_cnn:gradient_footprint",
+        "course_utils.widgets.causal_cnn:footprint_span",
+        "course_utils.widgets.causal_cnn:stack_summary",
+        "course_utils.widgets.causal_cnn:path_counts",
+    ),
     output_names=("your receptive field",),
 )
 
