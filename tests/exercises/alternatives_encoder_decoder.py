@@ -3,6 +3,7 @@ reference (course_utils/reference/encoder_decoder.py): the exercise's tests must
 (tests/exercises/test_mutations.py)."""
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -100,5 +101,6 @@ ALTERNATIVES = {
     "encoder_decoder_block": [DecoderBlockSublayers],
     "encoder_decoder_teacher_forcing": [teacher_forcing_loss_long_input, teacher_forcing_loss_roll],
     "encoder_decoder_greedy": [greedy_decode_preallocated, greedy_decode_list],
-    "encoder_decoder_cross_weights": [8 * 4 * 11 * 29, 10208.0],
+    # A count computed with NumPy (np.prod of the axes) is a NumPy integer
+    "encoder_decoder_cross_weights": [8 * 4 * 11 * 29, 10208.0, np.prod([8, 4, 11, 29])],
 }

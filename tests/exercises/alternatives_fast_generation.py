@@ -3,6 +3,7 @@ reference (course_utils/reference/fast_generation.py): the exercise's tests must
 (tests/exercises/test_mutations.py)."""
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -119,7 +120,9 @@ def top_p_probs_shifted(logits, p):
 ALTERNATIVES = {
     "fast_generation_kv_cache": [forward_with_cache_sdpa, forward_with_cache_token_by_token],
     "fast_generation_cache_bytes": [kv_cache_bytes_prod, kv_cache_bytes_by_groups],
-    "fast_generation_predict_cache": [3, 3.0, 3 * 2**30 / 2**30],
+    # Worked out with NumPy: np.prod(...) / 2**30 is a NumPy float; np.float32 holds 3 exactly
+    "fast_generation_predict_cache": [3, 3.0, 3 * 2**30 / 2**30, np.prod([2, 32, 8192, 8, 128, 2, 3]) / 2**30,
+                                      np.float32(3.0)],
     "fast_generation_top_k": [top_k_probs_loop, top_k_probs_rank],
     "fast_generation_top_p": [top_p_probs_loop, top_p_probs_shifted],
 }
