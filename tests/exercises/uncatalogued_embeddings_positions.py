@@ -168,6 +168,15 @@ def cosine_aten_in_disguise(a, b):
     return torch.ops.aten.cosine_similarity(a[:, None, :], b[None, :, :], 2, 1e-8)
 
 
+def cosine_from_the_widget(a, b):
+    """Borrows the notebook widget's similarity_profile, one row of a at a time."""
+    from course_utils.widgets import embeddings_positions as demo
+
+    table = np.concatenate([a.numpy(), b.numpy()])
+    n = a.shape[0]
+    return torch.tensor(np.stack([demo.similarity_profile(table, i)[n:] for i in range(n)]), dtype=a.dtype)
+
+
 def cosine_variable_functions_in_disguise(a, b):
     """Calls torch.cosine_similarity through torch._C._VariableFunctions, whose attributes cannot be patched."""
     return torch._C._VariableFunctions.cosine_similarity(a[:, None, :], b[None, :, :], 2, 1e-8)
@@ -387,7 +396,7 @@ WRONG_ANSWERS = {
         cosine_unnormalised, cosine_normalises_columns, cosine_frobenius, cosine_normalises_a_only,
         cosine_transposed, cosine_squared_norms, cosine_clamped_to_zero, cosine_absolute,
         cosine_normalises_in_place, cosine_builtin_in_disguise, cosine_pairs_rows_with_same_index,
-        cosine_squared, cosine_aten_in_disguise,
+        cosine_squared, cosine_aten_in_disguise, cosine_from_the_widget,
     ],
     "embeddings_positions_sinusoidal": [
         pe_column_index_as_i, pe_base_1000, pe_concatenated, pe_cos_first, pe_positions_from_one, pe_i_over_d,

@@ -162,6 +162,9 @@ COSINE = Exercise(
         "torch.nn.functional:normalize",
         "torch.nn:CosineSimilarity",
         "torch:ops.aten.cosine_similarity",  # the same operator as a packet, which the names above miss
+        # the notebook's widget computes the same cosines (row by row, and for the skip-gram neighbours)
+        "course_utils.widgets.embeddings_positions:similarity_profile",
+        "course_utils.widgets.embeddings_positions:nearest_neighbours",
     ),
     output_names=("your similarity matrix",),
     atol=1e-8,
