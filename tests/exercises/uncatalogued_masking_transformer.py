@@ -360,6 +360,13 @@ class BlockDetachedAttention(_Block):
         return self.norm2(x + self.mlp(x))
 
 
+class BlockDefaultPostNorm(_Block):
+    """Right block, wrong default: norm_first=False (the tests always passed norm_first)."""
+
+    def __init__(self, d_model, num_heads, d_ff, norm_first=False):
+        super().__init__(d_model, num_heads, d_ff, norm_first)
+
+
 class BlockDropout(_Block):
     """Dropout 0.1 after each sub-layer, active in training mode."""
 
@@ -424,7 +431,8 @@ WRONG_ANSWERS = {
     "masking_transformer_block": [BlockSwapped, BlockNoRelu, BlockIgnoresMask, BlockOneNorm, BlockResidualFromNormed,
                                   BlockInvertedMask, BlockAlwaysPreNorm, BlockOnlyCausalMasks, BlockNorm2OnInput,
                                   BlockThreeHeads, BlockDropout, BlockDffIgnored, BlockFinalNorm,
-                                  BlockGelu, BlockNoAffineNorm, BlockNoGrad, BlockDetachedAttention],
+                                  BlockGelu, BlockNoAffineNorm, BlockNoGrad, BlockDetachedAttention,
+                                  BlockDefaultPostNorm],
 }
 
 # Wrong answers that still PASS the test cell. Left open on purpose: each returns float32 for

@@ -328,6 +328,13 @@ class MHADetachedWeights(_MHABase):
         return w.detach() @ v, w
 
 
+class MHADefaultNoBias(_MHABase):
+    """Right layer, wrong default: bias=False (the tests always passed bias explicitly)."""
+
+    def __init__(self, d_model, num_heads, bias=False):
+        super().__init__(d_model, num_heads, bias)
+
+
 class MHAScaleByHeads(_MHABase):
     """Scales by sqrt(num_heads)."""
 
@@ -382,6 +389,11 @@ def param_three_biases(d_model, num_heads, bias=True):
     return 4 * d_model * d_model + (3 * d_model if bias else 0)
 
 
+def param_default_no_bias(d_model, num_heads, bias=False):
+    """Right formula, wrong default: bias=False (the visible check compares two calls with the default)."""
+    return 4 * d_model * d_model + (4 * d_model if bias else 0)
+
+
 def param_always_equal(d_model, num_heads, bias=True):
     """Gaming: an int whose == is always True."""
     return AlwaysEqual(1)
@@ -411,11 +423,12 @@ WRONG_ANSWERS = {
     "multi_head_attention": [MHAScaleDModel, MHAValueFromKey, MHAKeyFromValue, MHAValueThroughKProj, MHANoOutProj,
                              MHASoftmaxOverQueries, MHAPlainReshapeSplit, MHAAlwaysBias, MHADropout,
                              MHATorchInside, MHASdpa, MHAWeightsNotTransposed, MHAScaleByHeads, MHANoGrad,
-                             MHADetachedWeights],
+                             MHADetachedWeights, MHADefaultNoBias],
     "multi_head_weights_count": [weights_one_head, weights_no_batch, weights_dk_keys, weights_d_model,
                                  weights_always_equal, weights_numpy],
     "multi_head_param_count": [param_ignores_bias, param_three_matrices, param_bias_per_head, param_float,
-                               param_table, param_three_biases, param_always_equal, param_per_head_dk_squared],
+                               param_table, param_three_biases, param_always_equal, param_per_head_dk_squared,
+                               param_default_no_bias],
 }
 
 # Wrong answers that still PASS the test cell. Left open on purpose: each returns float32 for

@@ -37,8 +37,11 @@ from course_utils.models.tiny_lm import MaskedSelfAttention
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check"]
 
-# Every catalogued mistake also fails a visible check.
-HIDDEN_ONLY = set()
+# Every catalogued mistake also fails a visible check, except:
+HIDDEN_ONLY = {
+    # the visible tests always pass norm_first; only a hidden case leaves it at its default
+    "default_post_norm",
+}
 
 TRANSFORMER_BUILTINS = (
     "torch.nn:TransformerEncoderLayer",
@@ -344,9 +347,11 @@ ATTENTION_LINEARS = ("q_proj", "k_proj", "v_proj", "out_proj")
 class _WrongBlock(nn.Module):
     """A transformer block with one catalogued mistake (`kind`); self-contained on purpose."""
 
-    def __init__(self, d_model, num_heads, d_ff, norm_first=True, *, kind):
+    def __init__(self, d_model, num_heads, d_ff, norm_first=None, *, kind):
         super().__init__()
         self.kind = kind
+        if norm_first is None:  # left at its default: pre-norm, except in the mistake about the default
+            norm_first = kind != "default_post_norm"
         self.norm_first = {"always_pre": True, "always_post": False,
                            "swapped": not norm_first}.get(kind, norm_first)
         self.attn = MaskedSelfAttention(d_model, num_heads)
@@ -394,6 +399,7 @@ def _block_cases(seed):
         (12, 3, 20, False, 3, 4, "padding"),
         (6, 1, 10, False, 1, 6, None),
         (6, 2, 10, True, 2, 3, None),
+        (8, 2, 12, "default", 2, 4, "causal"),  # norm_first left out: the default is pre-norm
     ]:
         weights = {}
         for name in ATTENTION_LINEARS:
@@ -417,7 +423,8 @@ def _block_cases(seed):
             mask = None
         case = {"d_model": d_model, "num_heads": num_heads, "d_ff": d_ff, "norm_first": norm_first,
                 "weights": weights, "x": x, "mask": mask}
-        case.update(init_args=[d_model, num_heads, d_ff], init_kwargs={"norm_first": norm_first},
+        init_kwargs = {} if norm_first == "default" else {"norm_first": norm_first}
+        case.update(init_args=[d_model, num_heads, d_ff], init_kwargs=init_kwargs,
                     forward_args=[x], forward_kwargs={"mask": mask}, describe=_describe(case))
         cases.append(case)
     return cases
@@ -426,7 +433,8 @@ def _block_cases(seed):
 def _describe(case):
     mask = "no mask" if case["mask"] is None else f"mask {tuple(case['mask'].shape)}"
     return (f"d_model={case['d_model']}, num_heads={case['num_heads']}, d_ff={case['d_ff']}, "
-            f"norm_first={case['norm_first']}, x {tuple(case['x'].shape)}, {mask}")
+            + ("norm_first left at its default" if case["norm_first"] == "default"
+               else f"norm_first={case['norm_first']}") + f", x {tuple(case['x'].shape)}, {mask}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -489,6 +497,10 @@ BLOCK = BlockExercise(
                 "your block does not pass the mask on to the attention, so tokens see the future "
                 "(and the padding): call self.attn(h, mask).",
                 _wrong_block("mask_not_passed")),
+        Mistake("default_post_norm",
+                "TransformerBlock(d_model, num_heads, d_ff), with norm_first left out, builds your "
+                "post-norm block; the default is norm_first=True, the pre-norm arrangement.",
+                _wrong_block("default_post_norm")),
     ),
 )
 

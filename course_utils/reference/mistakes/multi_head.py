@@ -315,7 +315,8 @@ def _count_variant(d_model, num_heads, bias=True, *, kind):
 
 def _count_cases(seed):
     return [((12, 3), {"bias": True}), ((16, 4), {"bias": False}), ((64, 8), {"bias": True}),
-            ((10, 1), {"bias": True})]
+            ((10, 1), {"bias": True}),
+            ((24, 4), {})]  # bias left out: the default is True
 
 
 def _count(kind):
