@@ -183,6 +183,15 @@ def fit_returns_arrays(x, y):
     return np.array([p]), np.array([np.exp(b)])
 
 
+def fit_widget_slope(x, y):
+    """Takes the exponent from notebook 05's widget (loglog_slope) and writes only the coefficient."""
+    from course_utils.widgets.self_attention import loglog_slope
+
+    log_x, log_y = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    p = loglog_slope(x, y)
+    return p, float(np.exp(log_y.mean() - p * log_x.mean()))
+
+
 def fit_hardcoded(x, y):
     """Games the visible tests: the printed numbers for the noisy data, else a two-point fit."""
     if list(np.asarray(y, float)) == [2.1, 3.9, 8.4, 15.2, 33.0]:
@@ -335,7 +344,7 @@ WRONG_ANSWERS = {
     "scaling_dk_fit": [
         fit_linear_axes, fit_swapped, fit_intercept_not_exponentiated, fit_log10_then_exp, fit_two_points,
         fit_axes_swapped, fit_y_not_logged, fit_mean_of_slopes, fit_ratio_of_means, fit_integer_arrays,
-        fit_returns_arrays, fit_hardcoded,
+        fit_returns_arrays, fit_hardcoded, fit_widget_slope,
     ],
     "scaling_dk_jacobian": [
         jacobian_sign_flipped, jacobian_diagonal_only, jacobian_torch_diag, jacobian_flattened_batch,

@@ -156,8 +156,14 @@ def _fit(kind):
     return functools.partial(_fit_variant, kind=kind)
 
 
+# The course's widgets already fit the exponent (notebooks 05 and 11 draw log-log slopes): an answer
+# that calls them writes only the coefficient, so they are off limits here.
+FIT_HELPERS = ("course_utils.widgets.self_attention:loglog_slope",
+               "course_utils.widgets.fast_generation:loglog_slope")
+
 FIT = Exercise(
     grade_id="scaling_dk_fit",
+    forbidden=FIT_HELPERS,
     crash_hint="x and y may be lists, NumPy arrays or tensors: convert them with np.asarray(..., dtype=float) first",
     function_name="fit_power_law",
     reference=reference.fit_power_law,
