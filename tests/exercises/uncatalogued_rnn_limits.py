@@ -411,8 +411,8 @@ WRONG_ANSWERS = {
 HOLES = {}
 
 # Tried as wrong answers in phase 1, passed, and kept passing on purpose:
-# * step_float32, forward_float32_buffer, forward_float32_zero_state: a float32 result for float64 inputs. The course accepts float32 answers
-#   everywhere (tests/exercises/test_categories.py: "an answer computed in float32 must pass"),
+# * step_float32, forward_float32_buffer, forward_float32_zero_state: a float32 result for
+#   float64 inputs. The course accepts float32 answers everywhere (tests/exercises/test_categories.py: "an answer computed in float32 must pass"),
 #   comparing them at float32's tolerances; a cast is indistinguishable from that.
 NOT_WRONG = {
     "rnn_limits_step": [step_float32],
@@ -437,8 +437,8 @@ def radius_patches_numpy_array(W):
     return 0.0
 
 
-# Holes that only a change to shared code (course_utils/grading) can close; never run here, since
-# they break NumPy for the rest of the process.
+# Holes that only a change to shared code (course_utils/grading) can close. They pass today and are
+# not run by the tests (the first one breaks NumPy for the rest of the process).
 SHARED_CODE_HOLES = {
     "rnn_limits_spectral_radius": [radius_patches_numpy_array],
     # The forbidden-API guard patches names; torch._C._VariableFunctions is read-only, and
