@@ -64,7 +64,8 @@ def causal_band(T):
 blocked_allowed = 2080     # counted the allowed pairs (64 * 65 / 2), or blocked the diagonal too
 blocked_half = 2048        # T * T / 2
 blocked_off_by_one = 1953  # 63 * 62 / 2
-blocked_string = "2016"    # the right number, as a string"
+blocked_string = "2016"    # the right number, as a string
+blocked_numpy_nan = np.float64("nan")  # nan, as a NumPy scalar"
 
 
 # ---------------------------------------------------------------- padding_mask
@@ -420,7 +421,8 @@ class BlockNoAffineNorm(_Block):
 WRONG_ANSWERS = {
     "masking_transformer_causal_mask": [causal_upper, causal_strict, causal_float, causal_hardcoded,
                                         causal_numpy, causal_batched, causal_band, causal_table],
-    "masking_transformer_blocked_pairs": [blocked_allowed, blocked_half, blocked_off_by_one, blocked_string],
+    "masking_transformer_blocked_pairs": [blocked_allowed, blocked_half, blocked_off_by_one, blocked_string,
+                                          blocked_numpy_nan],
     "masking_transformer_padding_mask": [pad_le, pad_no_middle_axis, pad_last_axis, pad_left, pad_max_length,
                                          pad_first_length, pad_transposed_reshape, pad_two_sequences, pad_int,
                                          pad_hardcoded],

@@ -412,6 +412,7 @@ weights_dk_keys = 1280                     # keys counted as d_k wide: 2 * 8 * 1
 weights_d_model = 12800                    # times d_model: 2 * 64 * 10 * 10
 weights_always_equal = AlwaysEqual(1)      # gaming: an int whose == is always True
 weights_numpy = np.float64(800.0)          # one sentence, as a NumPy scalar
+weights_numpy_bool = np.bool_(True)        # a NumPy bool (a right count given as np.int64 is accepted)
 
 
 WRONG_ANSWERS = {
@@ -425,7 +426,7 @@ WRONG_ANSWERS = {
                              MHATorchInside, MHASdpa, MHAWeightsNotTransposed, MHAScaleByHeads, MHANoGrad,
                              MHADetachedWeights, MHADefaultNoBias],
     "multi_head_weights_count": [weights_one_head, weights_no_batch, weights_dk_keys, weights_d_model,
-                                 weights_always_equal, weights_numpy],
+                                 weights_always_equal, weights_numpy, weights_numpy_bool],
     "multi_head_param_count": [param_ignores_bias, param_three_matrices, param_bias_per_head, param_float,
                                param_table, param_three_biases, param_always_equal, param_per_head_dk_squared,
                                param_default_no_bias],
