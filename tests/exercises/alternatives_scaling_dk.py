@@ -63,7 +63,8 @@ def softmax_jacobian_loop(z):
 
 
 ALTERNATIVES = {
-    "scaling_dk_raw_variance": [1024, 1024.0, 4 ** 5, 256 * 4],
+    # a variance computed with NumPy is a NumPy number
+    "scaling_dk_raw_variance": [1024, 1024.0, 4 ** 5, 256 * 4, np.int64(256) * 2 * 2, np.float64(1024.0)],
     "scaling_dk_variance": [score_variance_numpy, score_variance_by_hand],
     "scaling_dk_fit": [fit_power_law_normal_equations, fit_power_law_lstsq],
     "scaling_dk_jacobian": [softmax_jacobian_eye, softmax_jacobian_loop],

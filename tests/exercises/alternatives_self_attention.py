@@ -104,5 +104,6 @@ ALTERNATIVES = {
     "self_attention_sdpa_torch": [sdpa_einsum_where, sdpa_manual_softmax],
     "self_attention_self_attention": [self_attention_einsum, self_attention_matmul],
     "self_attention_flops": [attention_flops_by_operation, attention_flops_factored],
-    "self_attention_crossover": [2000, 2000.0, 2 * 1000],
+    # a length computed with NumPy is a NumPy number
+    "self_attention_crossover": [2000, 2000.0, 2 * 1000, np.int64(2000), np.float64(2000.0)],
 }
