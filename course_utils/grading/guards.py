@@ -10,7 +10,10 @@ An exercise forbids what a function *is*, not one name for it. Three nets catch 
   (`from torch.nn.functional import scaled_dot_product_attention as sdpa`);
 * entries of the form "aten::op" forbid a PyTorch operator whatever Python name reaches it
   (`torch.special.softmax`, `torch._softmax`, `F.softmin(-x)`, `torch._C.TensorBase.softmax`,
-  `torch.ops.aten._softmax` all run `aten::_softmax`): a dispatch mode records it.
+  `torch.ops.aten._softmax` all run `aten::_softmax`): a dispatch mode records it;
+* a torch-function mode sees every PyTorch function called with tensors by the object it is,
+  so a forbidden one reached through a namespace nobody can patch
+  (`torch._C._VariableFunctions.cosine_similarity`, `torch._VF.rnn_tanh_cell`) is recorded too.
 
 Only the outermost forbidden call is reported (`torch.func.jacrev` runs `torch.autograd.grad`
 inside: the student used jacrev). Any function of `course_utils.reference` counts as
@@ -224,6 +227,22 @@ def _op_mode(ops, called):
     return ForbiddenOps()
 
 
+def _function_mode(targets, called):
+    """A torch-function mode recording a forbidden PyTorch function called outside any recorded
+    call. PyTorch hands the mode the function object itself, whatever name the student used; a
+    composite operator (no "aten::" entry sees it) is caught here as well."""
+    from torch.overrides import TorchFunctionMode
+
+    class ForbiddenFunctions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            label = targets.get(id(func))
+            if label is not None and _depth() == 0:
+                called.append(label)
+            return func(*args, **(kwargs or {}))
+
+    return ForbiddenFunctions()
+
+
 @contextlib.contextmanager
 def _recording(entries, called, forbid_reference=True):
     patched = []
@@ -253,10 +272,14 @@ def _recording(entries, called, forbid_reference=True):
             except (AttributeError, TypeError):  # a read-only namespace: the other nets remain
                 continue
             patched.append((holder, attr, obj, own))
-        if ops:
-            with _op_mode(ops, called):
-                yield
-        else:
+        # Keyed by the originals: a call through a patched name reaches the mode as the
+        # original inside our recorder (depth 1), and is recorded once, by the recorder.
+        targets = {id(obj): label for _, _, obj, label in wanted}
+        with contextlib.ExitStack() as modes:
+            if targets:
+                modes.enter_context(_function_mode(targets, called))
+            if ops:
+                modes.enter_context(_op_mode(ops, called))
             yield
     finally:
         for holder, attr, obj, own in reversed(patched):

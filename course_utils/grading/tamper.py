@@ -21,6 +21,8 @@ WATCHED = (
     "numpy:abs",
     "numpy:isfinite",
     "numpy:asarray",
+    "numpy:array",  # every comparison turns its arguments into arrays first
+    "numpy:asanyarray",
     "numpy.testing:assert_allclose",
     "numpy.testing:assert_array_equal",
     "numpy.testing:assert_array_almost_equal",
@@ -30,6 +32,8 @@ WATCHED = (
     "torch:isclose",
     "torch:equal",
     "torch:is_tensor",
+    "torch:as_tensor",
+    "torch:tensor",
     "torch.testing:assert_close",
     "builtins:isinstance",
     "builtins:AssertionError",

@@ -72,6 +72,7 @@ def replace(restore, module, name, value):
 
 @pytest.mark.parametrize("module, name", [
     (np, "allclose"), (np.testing, "assert_allclose"), (torch, "allclose"), (torch.testing, "assert_close"),
+    (np, "array"),  # every comparison makes arrays of what it compares: zeros everywhere would pass
 ])
 def test_reassigned_comparison_is_named(restore, module, name):
     tamper.verify()
@@ -208,6 +209,25 @@ def test_every_name_of_softmax_is_caught(route):
     with pytest.raises(GradingError, match="off limits"):
         grading.call_without(cheat, (torch.randn(3, 4),), forbidden=grading.SOFTMAX_BUILTINS)
     assert torch.allclose(torch.softmax(torch.zeros(2), -1), torch.full((2,), 0.5))  # restored
+
+
+@pytest.mark.parametrize("route", [
+    lambda z: torch._C._VariableFunctions.softmax(z, -1),  # a namespace no recorder can patch
+    lambda z: torch._VF.softmax(z, -1),
+])
+def test_softmax_through_an_unpatchable_namespace_is_caught(route):
+    """Only the torch-function net sees these: torch._C._VariableFunctions is read-only, and
+    without the "aten::" entries (a composite operator has none) no dispatch mode would."""
+    no_operators = tuple(entry for entry in grading.SOFTMAX_BUILTINS if "::" not in entry)
+    with pytest.raises(GradingError, match="torch.softmax"):
+        grading.call_without(route, (torch.randn(3, 4),), forbidden=no_operators)
+
+
+def test_the_torch_function_net_names_a_patched_call_once():
+    called = []
+    with grading.guards._recording(("torch:softmax",), called):
+        torch.softmax(torch.randn(2, 3), -1)
+    assert called == ["torch.softmax"]
 
 
 def test_softmax_from_scikit_learn_is_caught_once_imported():

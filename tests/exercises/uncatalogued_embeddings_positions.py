@@ -428,9 +428,7 @@ NOT_WRONG = {
     "embeddings_positions_cosine": [cosine_float32],
 }
 
-# Holes that only a change to shared code (course_utils/grading/guards.py) can close: the guard
-# patches names, torch._C._VariableFunctions is read-only, and the operator is composite, so a
-# dispatch mode never sees it.
-SHARED_CODE_HOLES = {
-    "embeddings_positions_cosine": [cosine_variable_functions_in_disguise],
-}
+# Found blind as a hole in shared code (torch._C._VariableFunctions is read-only, and the operator
+# is composite, so neither a patched name nor a dispatch mode saw it); the guard's torch-function
+# net now catches it.
+WRONG_ANSWERS["embeddings_positions_cosine"].append(cosine_variable_functions_in_disguise)

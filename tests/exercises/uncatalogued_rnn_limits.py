@@ -437,11 +437,12 @@ def radius_patches_numpy_array(W):
     return 0.0
 
 
-# Holes that only a change to shared code (course_utils/grading) can close. They pass today and are
-# not run by the tests (the first one breaks NumPy for the rest of the process).
-SHARED_CODE_HOLES = {
+# Found blind as holes in shared code, and closed there:
+# * rnn_tanh_cell through torch._C._VariableFunctions (read-only, and a composite operator that no
+#   dispatch mode sees): the guard's torch-function net catches it;
+WRONG_ANSWERS["rnn_limits_step"].append(step_variable_functions_in_disguise)
+# * replacing numpy.array: the tamper guard now watches it (tests/checks/test_guards.py). Not run
+#   here, since it would break NumPy for the rest of the test process.
+TAMPERING = {
     "rnn_limits_spectral_radius": [radius_patches_numpy_array],
-    # The forbidden-API guard patches names; torch._C._VariableFunctions is read-only, and
-    # rnn_tanh_cell is a composite operator that a dispatch mode never sees.
-    "rnn_limits_step": [step_variable_functions_in_disguise],
 }
