@@ -1,6 +1,7 @@
 """Second correct implementations of notebook 08's exercises, written differently from the
 reference (course_utils/reference/attention.py and masking_transformer.py): the exercise's tests
 must pass them too (tests/exercises/test_mutations.py)."""
+import numpy as np
 import torch
 from torch import nn
 
@@ -110,7 +111,10 @@ def make_transformer_block(d_model, num_heads, d_ff, norm_first=True):
 
 
 ALTERNATIVES = {
-    "masking_transformer_blocked_pairs": [2016, 2016.0, 64 * 63 // 2],
+    # a count computed with NumPy is a NumPy number
+    "masking_transformer_blocked_pairs": [2016, 2016.0, 64 * 63 // 2, np.int64(64) * 63 // 2,
+                                          int(np.tril(np.ones((64, 64)), -1).sum()) * 1.0,
+                                          np.triu(np.ones((64, 64)), 1).sum()],
     "masking_transformer_causal_mask": [causal_mask_compare, causal_mask_not_future],
     "masking_transformer_padding_mask": [padding_mask_loop, padding_mask_expand],
     "masking_transformer_masked_softmax": [masked_softmax_clamp, masked_softmax_rows],

@@ -1,6 +1,7 @@
 """Second correct implementations of notebook 09's exercises, written differently from the
 reference (course_utils/reference/vision_transformer.py): the exercise's tests must
 pass them too (tests/exercises/test_mutations.py)."""
+import numpy as np
 import torch
 
 
@@ -71,7 +72,8 @@ ALTERNATIVES = {
     "vision_transformer_patchify": [patchify_tensor_unfold, patchify_loop],
     "vision_transformer_patch_embedding": [patch_embedding_einsum, patch_embedding_linear],
     "vision_transformer_embedding_parameters": [590592, 590592.0, 768 * 768 + 768, 3 * 16 * 16 * 768 + 768,
-                                                (3 * 16 * 16 + 1) * 768],
+                                                (3 * 16 * 16 + 1) * 768,
+                                                np.prod([3, 16, 16, 768]) + 768],  # NumPy numbers too
     "vision_transformer_class_token": [prepend_class_token_repeat, prepend_class_token_fill],
     "vision_transformer_forward": [vit_forward_inline],
 }
