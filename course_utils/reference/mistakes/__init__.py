@@ -171,14 +171,31 @@ class Exercise:
         return f" (called with {describe_arguments(args, kwargs)})"
 
     def matching_mistake(self, results):
-        """The first catalogued mistake whose outputs equal the student's on every case."""
+        """The first catalogued mistake whose outputs equal the student's on every case.
+
+        Only a mistake that is wrong somewhere can explain a wrong answer: one that computes the
+        right values by a forbidden route ("Your code uses torch.softmax") is the guard's to
+        report, and naming it for a right value of the wrong kind (a list, NumPy for a tensor)
+        would blame the student for a call they never made."""
         for mistake in self.mistakes:
             try:
-                if all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results):
+                if (all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results)
+                        and self._wrong_somewhere(mistake, [case for case, _ in results])):
                     return mistake
             except Exception:  # the mistake cannot even run on some case, so it is not this one
                 continue
         return None
+
+    def _wrong_somewhere(self, mistake, cases):
+        """Whether the mistake's outputs differ from the reference's, in value or in kind."""
+        for case in cases:
+            wrong, right = self.run(mistake.compute, case), self.run(self.reference, case)
+            if self.difference(wrong, right) is not None:
+                return True
+            if any(wrong_kind(w, r, name) for name, w, r
+                   in zip(self.output_names, self._outputs(wrong), self._outputs(right))):
+                return True
+        return False
 
     @staticmethod
     def _received(records, key, cases, name):
