@@ -10,21 +10,22 @@ makes sure that what they do not foresee is still not given the points.
 """
 import importlib
 import pathlib
+import sys
 
 import pytest
 
-from course_utils.grading import GradingError
+from course_utils.grading import GradingError, tamper
 from tests.exercises.test_mutations import EXERCISES, run_test_cell, solved_namespace, spec
 
 HERE = pathlib.Path(__file__).parent
 BY_GRADE_ID = {exercise.grade_id: (notebook, exercise) for notebook, exercise in EXERCISES}
 
 
-def _wrong_answers():
+def _wrong_answers(kind="WRONG_ANSWERS"):
     out = []
     for path in sorted(HERE.glob("uncatalogued_*.py")):
         module = importlib.import_module(f"tests.exercises.{path.stem}")
-        for grade_id, answers in module.WRONG_ANSWERS.items():
+        for grade_id, answers in getattr(module, kind, {}).items():
             for answer in answers:
                 name = getattr(answer, "__name__", repr(answer))
                 out.append(pytest.param(grade_id, answer, id=f"{grade_id}-{name}"))
@@ -41,6 +42,25 @@ def must_fail(grade_id, answer):
 
 
 WRONG = _wrong_answers()
+# Answers that pass by replacing what the tests compare with (np.allclose, numpy.array, the
+# course's own checks): each must fail, and what it replaced is put back before the next test.
+TAMPERING = _wrong_answers("TAMPERING")
+
+
+@pytest.fixture
+def undo_tampering():
+    course = {name: dict(vars(module)) for name, module in list(sys.modules.items())
+              if name.startswith("course_utils") and module is not None}
+    yield
+    for entry in tamper.WATCHED:
+        module_name, attr = entry.split(":")
+        setattr(sys.modules[module_name], attr, tamper.original(entry))
+    for name, before in course.items():
+        module = sys.modules[name]
+        for attr, value in before.items():
+            if vars(module).get(attr) is not value:
+                setattr(module, attr, value)
+    assert tamper.tampered() == []
 
 
 def test_every_file_names_real_exercises():
@@ -51,6 +71,11 @@ def test_every_file_names_real_exercises():
 
 @pytest.mark.parametrize("grade_id, answer", WRONG)
 def test_uncatalogued_wrong_answer_fails(grade_id, answer):
+    must_fail(grade_id, answer)
+
+
+@pytest.mark.parametrize("grade_id, answer", TAMPERING)
+def test_tampering_answer_fails(grade_id, answer, undo_tampering):
     must_fail(grade_id, answer)
 
 

@@ -440,10 +440,8 @@ HOLES = {
     'multi_head_split_heads': [split_float32],
 }
 
-# Answers that tamper with global state (the grading helpers, numpy/torch comparisons). Each fails with
-# "Tampering detected" when run alone (checked in a fresh process), but the tampering outlives the
-# call: run inside test_uncatalogued's single pytest process, it would make every later answer fail
-# for the wrong reason. So they are kept out of WRONG_ANSWERS until the runner isolates them.
+# Answers that tamper with global state (the grading helpers, numpy/torch comparisons): each must fail
+# with "Tampering detected", and test_uncatalogued puts back what it replaced before the next answer.
 TAMPERING = {
     "multi_head_split_heads": [split_silences_grading, split_patches_allclose],
 }

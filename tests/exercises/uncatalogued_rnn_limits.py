@@ -441,8 +441,8 @@ def radius_patches_numpy_array(W):
 # * rnn_tanh_cell through torch._C._VariableFunctions (read-only, and a composite operator that no
 #   dispatch mode sees): the guard's torch-function net catches it;
 WRONG_ANSWERS["rnn_limits_step"].append(step_variable_functions_in_disguise)
-# * replacing numpy.array: the tamper guard now watches it (tests/checks/test_guards.py). Not run
-#   here, since it would break NumPy for the rest of the test process.
+# * replacing numpy.array: the tamper guard now watches it. test_uncatalogued runs TAMPERING answers
+#   and puts back what they replaced.
 TAMPERING = {
     "rnn_limits_spectral_radius": [radius_patches_numpy_array],
 }
