@@ -447,8 +447,8 @@ def gradients(answer, case, spec, guarded=False):
     out = first_output(result, spec)
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         raise GradingError(
-            f"`{spec['function_name']}` returns a result that gradients cannot flow through (a later "
-            "cell trains through it): compute it with torch operations on the inputs, without "
+            f"`{spec['function_name']}` returns a result that gradients cannot flow through (nothing "
+            "built from it could be trained): compute it with torch operations on the inputs, without "
             ".detach(), .numpy() or torch.no_grad().")
     weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(spec["seed"])).to(out.dtype)
     grads = torch.autograd.grad((out * weights).sum(), leaves, allow_unused=True)

@@ -159,3 +159,12 @@ def test_in_process_check_is_the_same_round_trip():
     exercise.check(exercise.reference)
     with pytest.raises(GradingError):
         exercise.check(lambda *a, **k: 0)
+
+
+def test_a_value_of_the_students_own_class_is_named_by_its_class():
+    """An int subclass whose == is always True reaches the grader as an Opaque record: the message
+    names the student's class, not the grader's wrapper."""
+    from course_utils.reference.mistakes import wrong_kind
+
+    assert wrong_kind(probe.Opaque("AlwaysEqual"), 3, "your count") == (
+        "your count should be an int, but it is AlwaysEqual.")

@@ -66,7 +66,8 @@ def wrong_kind(got, expected, name):
     want, have = kind(expected), kind(got)
     if want is None or have == want or (want == "a float" and have == "an int"):
         return None
-    shown = f"{have or type(got).__name__}"
+    # A value the grader received as an object of the student's own class is named by that class.
+    shown = f"{have or getattr(got, 'type_name', None) or type(got).__name__}"
     if hasattr(got, "shape"):
         shown += f" of shape {tuple(got.shape)}"
     elif have in ("a float", "an int"):

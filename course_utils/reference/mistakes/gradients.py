@@ -76,5 +76,5 @@ class GradientExercise(Exercise):
                     raise GradingError(f"`{self.function_name}`: {mistake.message}")
                 raise GradingError(
                     f"`{self.function_name}` gives the right values but wrong gradients on a hidden "
-                    f"test case (later cells train through it): {problem}")
+                    f"test case (a model built from it would learn from wrong gradients): {problem}")
         return None
