@@ -219,5 +219,11 @@ class ToyStep:
         self.initial = torch.randn(1, d, generator=g, dtype=torch.float64)
 
     def __call__(self, tokens, states):
+        # The decoders it stands in for need one token per row of states: a 0-d token would
+        # broadcast here and crash a real GRU decoder, so it is refused here too.
+        if not (isinstance(tokens, torch.Tensor) and tokens.dim() == 1 and len(tokens) == len(states)):
+            shape = tuple(tokens.shape) if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+            raise ValueError(f"step takes tokens of shape (n,) = ({len(states)},), one per row of states; "
+                             f"it got {shape}")
         states = torch.tanh(states @ self.A + self.E[tokens])
         return torch.log_softmax(states @ self.B + self.bias, dim=-1), states

@@ -656,11 +656,13 @@ WRONG_ANSWERS = {
 # Left open on purpose:
 # * score_float32: a float32 result is compared with float32 tolerances by design (mistakes/__init__.py,
 #   `Exercise.tolerances`), and the cast loses nothing those tolerances can see.
-# * greedy_zero_d_token, beam_one_call_per_hypothesis: the hidden cases' step is seq2seq.ToyStep, which
-#   broadcasts a 0-d token like a (1,) one and cannot count its calls; catching them needs a strict
-#   ToyStep option in course_utils/models/seq2seq.py (shared code, not changed here).
+# * beam_one_call_per_hypothesis: the same hypotheses and scores as one batched call per step, only
+#   slower; the prompt asks for the batch, but the result is not wrong.
 HOLES = {
     "bahdanau_attention_multiplicative_score": [score_float32],
-    "bahdanau_attention_greedy_decode": [greedy_zero_d_token],
     "bahdanau_attention_beam_search": [beam_one_call_per_hypothesis],
 }
+
+# Found blind as a hole: ToyStep, the step the hidden cases decode with, broadcast a 0-d token like a
+# (1,) one, where the notebook's GRU decoder crashes; it now refuses anything but one token per row.
+WRONG_ANSWERS["bahdanau_attention_greedy_decode"].append(greedy_zero_d_token)
