@@ -52,8 +52,9 @@ def fill_answers(release_path, solution_path, target_path):
 
 
 @contextlib.contextmanager
-def jupyterlab(root, workdir):
-    """Start JupyterLab from this environment on a free loopback port; yield its base URL."""
+def jupyterlab(root, workdir, env=None):
+    """Start JupyterLab from this environment on a free loopback port; yield its base URL.
+    `env` is added to the server's environment, which its kernels inherit."""
     workdir = pathlib.Path(workdir)
     settings = workdir / "lab-user-settings"
     for name, value in LAB_SETTINGS.items():
@@ -63,7 +64,7 @@ def jupyterlab(root, workdir):
     port = free_port()
     # Kernels inherit the server's environment: short training (nbval runs the full length).
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(workdir / "lab-workspaces"), **SHORT_RUN_ENV)
+               JUPYTERLAB_WORKSPACES_DIR=str(workdir / "lab-workspaces"), **SHORT_RUN_ENV, **(env or {}))
     log = open(workdir / "jupyterlab.log", "w")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
@@ -203,6 +204,43 @@ def prepare_root(tmp_path, release, solutions, filled=True):
         for path in root.glob("*/*.ipynb"):
             fill_answers(path, solutions / path.relative_to(root), path)
     return root
+
+
+# The first cell of a notebook run from the student bundle. The test kernel runs in the instructor's
+# environment, where course_utils is installed in editable mode; forget that install, as a student's
+# environment never had it, then prove where the code comes from.
+WHERE_FROM = """
+import sys
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+sys.path_hooks[:] = [h for h in sys.path_hooks if not getattr(h, "__module__", "").startswith("__editable__")]
+sys.path_importer_cache.clear()
+import importlib.util, course_utils
+assert course_utils.__file__.startswith({root!r}), course_utils.__file__
+assert importlib.util.find_spec("course_utils.reference") is None, "the reference leaked into the bundle"
+"""
+
+
+def unpack_bundle(target):
+    """Build the student bundle and unpack it into `target`: (its root, the archive's names)."""
+    import zipfile
+
+    from scripts import bundle
+
+    archive = bundle.build(target / "student-bundle.zip")
+    with zipfile.ZipFile(archive) as zipped:
+        names = zipped.namelist()
+        zipped.extractall(target / "unpacked")
+    return target / "unpacked" / bundle.PREFIX, names
+
+
+def answer_in_bundle(root, solutions):
+    """Fill every notebook of an unpacked bundle with the solution's answers (a diligent student),
+    and put WHERE_FROM first, so that running it proves the bundle's course_utils did the work."""
+    for path in sorted((root / "notebooks").glob("*/*.ipynb")):
+        fill_answers(path, solutions / path.relative_to(root / "notebooks"), path)
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.insert(0, nbformat.v4.new_code_cell(WHERE_FROM.format(root=str(root))))
+        nbformat.write(nb, path)
 
 
 def slug(text):
