@@ -272,6 +272,25 @@ class ValueExercise(Exercise):
     runner: str = "value"
 
 
+@dataclasses.dataclass(frozen=True)
+class DtypeKindExercise(Exercise):
+    """Tensor results must be of the reference's kind of dtype: floating-point where it is (an
+    integer one-hot is no distribution to sample from), and the reference's integer dtype for ids
+    (long, as the prompt asks). float32 for float64 is accepted, as everywhere in the course
+    (tests/exercises/test_categories.py): the comparison then widens to float32's tolerances."""
+
+    def difference(self, got, expected):
+        for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
+            if not (isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor)):
+                continue
+            if e.is_floating_point() and not g.is_floating_point():
+                return (f"{name} should be a floating-point tensor ({e.dtype}, like the inputs), but it is "
+                        f"{g.dtype}.")
+            if not e.is_floating_point() and g.dtype != e.dtype:
+                return f"{name} should be a {e.dtype} tensor, but it is {g.dtype}."
+        return super().difference(got, expected)
+
+
 def think_first(grade_id, variable, reference, mistakes, answer_name="your answer", rtol=0.0):
     """A think-first question: the number the student sets `variable` to, graded against
     `reference` (exactly, or within `rtol` for an answer like 200 pi) and the catalogued wrong

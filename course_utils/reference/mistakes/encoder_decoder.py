@@ -36,30 +36,12 @@ from course_utils.models import transformer_seq2seq as library
 from course_utils.models.transformer_seq2seq import Attention, EncoderCountingSeq2Seq, TransformerSeq2Seq
 from course_utils.reference import encoder_decoder as reference
 from course_utils.reference import mistakes as framework
-from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
+from course_utils.reference.mistakes import DtypeKindExercise, Exercise, Mistake, ValueExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check", "diagnose"]
 
 DT = torch.float64
 
-
-@dataclasses.dataclass(frozen=True)
-class DtypeKindExercise(Exercise):
-    """Tensor results must be of the reference's kind of dtype: floating-point where it is (an
-    integer one-hot is no distribution to sample from), and the reference's integer dtype for ids
-    (long, as the prompt asks). float32 for float64 is accepted, as everywhere in the course
-    (tests/exercises/test_categories.py): the comparison then widens to float32's tolerances."""
-
-    def difference(self, got, expected):
-        for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
-            if not (isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor)):
-                continue
-            if e.is_floating_point() and not g.is_floating_point():
-                return (f"{name} should be a floating-point tensor ({e.dtype}, like the inputs), but it is "
-                        f"{g.dtype}.")
-            if not e.is_floating_point() and g.dtype != e.dtype:
-                return f"{name} should be a {e.dtype} tensor, but it is {g.dtype}."
-        return super().difference(got, expected)
 
 TRANSFORMER_BUILTINS = (
     "torch.nn:TransformerEncoderLayer",

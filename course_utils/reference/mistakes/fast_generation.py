@@ -35,7 +35,7 @@ from course_utils.models.decoder_lm import DecoderLM
 from course_utils.grading import GradingError
 from course_utils.reference import fast_generation as reference
 from course_utils.reference import mistakes as framework
-from course_utils.reference.mistakes import Exercise, Mistake, ValueExercise
+from course_utils.reference.mistakes import DtypeKindExercise, Exercise, Mistake, ValueExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check", "diagnose"]
 
@@ -44,24 +44,6 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check", "diagnose"]
 HIDDEN_ONLY = {"predict_no_factor_2_or_bytes", "predict_query_heads", "predict_no_batch",
                "predict_no_layers", "predict_gb", "predict_mib", "predict_query_heads_no_batch"}
 
-
-@dataclasses.dataclass(frozen=True)
-class DtypeKindExercise(Exercise):
-    """Tensor results must be of the reference's kind of dtype: floating-point where it is (an
-    integer one-hot is no distribution to sample from), and the reference's integer dtype for ids
-    (long, as the prompt asks). float32 for float64 is accepted, as everywhere in the course
-    (tests/exercises/test_categories.py): the comparison then widens to float32's tolerances."""
-
-    def difference(self, got, expected):
-        for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
-            if not (isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor)):
-                continue
-            if e.is_floating_point() and not g.is_floating_point():
-                return (f"{name} should be a floating-point tensor ({e.dtype}, like the inputs), but it is "
-                        f"{g.dtype}.")
-            if not e.is_floating_point() and g.dtype != e.dtype:
-                return f"{name} should be a {e.dtype} tensor, but it is {g.dtype}."
-        return super().difference(got, expected)
 
 
 # --------------------------------------------------------------------------- 1. kv_cache
