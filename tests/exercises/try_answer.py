@@ -42,8 +42,6 @@ def main(argv=None):
     parser.add_argument("answer", type=pathlib.Path)
     parser.add_argument("--only", nargs="*", default=None, help="grade ids to try")
     args = parser.parse_args(argv)
-    answer_namespace = {"__name__": "__main__"}
-    # Answers may use what the notebook's setup cell imports (np, torch, nn...): start from there.
     source = args.answer.read_text()
     pairs = answered_exercises(set(compile(source, str(args.answer), "exec").co_names))
     if args.only:
@@ -52,6 +50,7 @@ def main(argv=None):
         print("ANSWER.py defines none of the exercises' answer names", file=sys.stderr)
         return 2
     for notebook, exercise in pairs:
+        # Answers may use what the notebook's setup cell imports (np, torch, nn...): start from there.
         namespace = dict(solved_namespace(notebook))
         try:
             exec(compile(source, str(args.answer), "exec"), namespace)
