@@ -1,7 +1,7 @@
 """Scores a student cannot get without earning them (issue 17, items 1-3), on a real notebook.
 
-One batch grades notebook 02 for a class made of two honest students (graded first and last)
-and one student per way of gaming the hidden tests the review found, each a category:
+Notebook 02 is graded for two honest students (graded first and last) and one student per way
+of gaming the hidden tests the review found, each a category:
 
 1. the reference, one import away: imported, loaded by file path, bound as a default argument,
    reached through the hidden-test helper;
@@ -14,160 +14,27 @@ and one student per way of gaming the hidden tests the review found, each a cate
 
 Every hostile student's notebook holds no correct answer, so each must score 0 and every
 honest one full marks. The grade comes from the grader's judge, outside the student's kernel.
+The students (their code is in real_class.py) are graded in the one batch of the shared real
+class.
 """
 import json
 
 import pytest
 
 import grading_helpers as H
+from real_class import FUNCTIONS, HIDDEN_A as A, HIDDEN_HONEST, HIDDEN_NB as NB, HOSTILE, VALUE_QUESTION
 
 pytestmark = pytest.mark.slow
 
-A, NB = "02_causal_cnn", "causal_cnn.ipynb"
-FUNCTIONS = ("causal_conv1d", "receptive_field", "conv_output_length")
-VALUE_QUESTION = "causal_cnn_layers_needed"  # the think-first answer, a number: hostile students leave it blank
-REFERENCE_MODULE = "course_utils.reference.causal_cnn"
-
-# Code put in the first answer cell (the later answer cells stay as released: blank stubs that
-# raise NotImplementedError), or replacing every answer cell where the attack is the answer.
-FIRST_CELL = {
-    # 2: hooks
-    "ast_swallow": """
-import ast
-class _Swallow(ast.NodeTransformer):
-    def visit_Module(self, node):
-        node.body = [ast.Try(body=[stmt], handlers=[ast.ExceptHandler(type=None, name=None,
-                     body=[ast.Pass()])], orelse=[], finalbody=[]) for stmt in node.body]
-        return ast.fix_missing_locations(node)
-get_ipython().ast_transformers.append(_Swallow())
-""",
-    "input_pass": """
-get_ipython().input_transformers_post.append(lambda lines: ["pass\\n"])
-""",
-    # 3: the guard rewritten, with the comparisons it protects
-    "tamper_originals": """
-import numpy, torch
-from course_utils.grading import tamper
-_yes = lambda *a, **k: True
-for _entry, _fake in [("numpy:allclose", _yes), ("torch:allclose", _yes), ("torch:equal", _yes),
-                      ("numpy:isclose", lambda a, b, *x, **k: numpy.ones(numpy.shape(a), bool))]:
-    _module, _attr = _entry.split(":")
-    setattr(__import__(_module), _attr, _fake)
-    tamper._originals[_entry] = _fake
-""",
-    "replace_verify": """
-import numpy
-from course_utils.grading import tamper, checks
-tamper.verify = lambda: None
-checks.mismatch = lambda *a, **k: None
-numpy.allclose = lambda *a, **k: True
-numpy.isclose = lambda a, b, *x, **k: numpy.ones(numpy.shape(a), bool)
-""",
-    "ndarray_all": """
-import gc, numpy
-gc.get_referents(numpy.ndarray.__dict__)[0]["all"] = lambda self, *a, **k: True
-gc.get_referents(numpy.ndarray.__dict__)[0]["any"] = lambda self, *a, **k: False
-""",
-    "fake_hidden_module": """
-import sys, types
-_fake = types.ModuleType("course_utils.grading.hidden")
-class _Nothing:
-    def __init__(self, *a): pass
-    def check(self, *a, **k): return None
-    diagnose = check
-_fake.catalogue = _Nothing
-sys.modules["course_utils.grading.hidden"] = _fake
-import course_utils.grading
-course_utils.grading.hidden = _fake
-sys.modules["course_utils.reference.mistakes.causal_cnn"] = _fake
-""",
-}
-
-EVERY_ANSWER = {
-    # 1: the reference, reached four ways
-    "reference_import": f"from {REFERENCE_MODULE} import *\n",
-    "reference_by_path": """
-import importlib.util, os, course_utils
-_spec = importlib.util.spec_from_file_location(
-    "_ref", os.path.join(os.path.dirname(course_utils.__file__), "reference", "causal_cnn.py"))
-_ref = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_ref)
-{name} = _ref.{name}
-""",
-    "reference_default_argument": f"""
-def {{name}}(*args, _ref=__import__("{REFERENCE_MODULE}", fromlist=["x"]), **kwargs):
-    return getattr(_ref, "{{name}}")(*args, **kwargs)
-""",
-    "reference_via_hidden": """
-from course_utils.grading import hidden
-import importlib
-_cat = hidden.catalogue("causal_cnn")
-_ex = importlib.import_module("course_utils.reference.mistakes.causal_cnn").EXERCISES
-{name} = [e.reference for e in _ex.values() if e.function_name == "{name}"][0]
-""",
-    # 2: a value shown before raising: nbgrader alone scores the cell from it
-    "displayhook": """
-def {name}(*args, **kwargs):
-    import sys
-    sys.displayhook(1)
-    raise ValueError("not done")
-""",
-    # 3: an answer equal to everything
-    "always_equal": """
-class _Everything:
-    def __eq__(self, other): return True
-    def __ne__(self, other): return False
-    def __array__(self, *a, **k):
-        import numpy
-        return numpy.zeros(0)
-    shape = property(lambda self: ())
-    def __len__(self): return 0
-    def __getattr__(self, name): return self
-    def __call__(self, *a, **k): return self
-    def __float__(self): return 0.0
-    def __int__(self): return 0
-def {name}(*args, **kwargs):
-    return _Everything()
-""",
-}
-HOSTILE = sorted(FIRST_CELL) + sorted(EVERY_ANSWER)
-
-
-def _answer_cells(nb):
-    """The answer cells that define a function (the think-first answer is a number)."""
-    return [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
-            and c.metadata["nbgrader"]["grade_id"] != VALUE_QUESTION]
-
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    reason = H.sandbox_unavailable()
-    if reason:
-        pytest.skip(f"the grading sandbox cannot run here: {reason}")
-    root = tmp_path_factory.mktemp("hidden")
-    course = H.make_course(root / "course", source=H.REPO / "solutions", assignments=[A])
-    subs = root / "subs"
-    H.write_student(subs, "aaa_honest", A, NB, H.honest(course, A, NB))
-    H.write_student(subs, "zzz_honest", A, NB, H.honest(course, A, NB))
-    for name, code in FIRST_CELL.items():
-        nb = H.release(course, A, NB)
-        _answer_cells(nb)[0].source = code + "\n" + _answer_cells(nb)[0].source
-        H.write_student(subs, name, A, NB, nb)
-    for name, code in EVERY_ANSWER.items():
-        nb = H.release(course, A, NB)
-        for cell, function in zip(_answer_cells(nb), FUNCTIONS):
-            assert f"def {function}(" in cell.source, "the notebook's answer cells moved"
-            cell.source = code.replace("{name}", function)
-        H.write_student(subs, name, A, NB, nb)
-    out = root / "out"
-    result = H.grade(subs, out, course, "--jobs", "2", "--timeout", "60", "--assignment", A,
-                     "--gradebook", str(root / "gradebook.db"))
-    assert result.returncode == 0, result.stderr[-4000:]
-    return {"out": out, "grades": H.grades(out)}
+def graded(real_class_graded):
+    assert real_class_graded["result"].returncode == 0, real_class_graded["result"].stderr[-4000:]
+    return real_class_graded
 
 
 def test_honest_students_before_and_after_keep_full_marks(graded):
-    for student in ("aaa_honest", "zzz_honest"):
+    for student in HIDDEN_HONEST:
         row = graded["grades"][(student, A)]
         assert row["status"] == "graded" and float(row["score"]) == float(row["max_score"]) > 0, (
             student, H.problems(graded["out"], student))
