@@ -20,7 +20,7 @@ from course_utils.models.tiny_lm import CharLM, LMParts
 from course_utils.training import LMRun, held_out_loss, in_parallel, one_thread, text_batch, train_next_char
 
 __all__ = [
-    "LMRun", "train_char_lm", "train_many", "held_out_loss", "next_char_probabilities", "generate", "future_leak",
+    "LMRun", "train_char_lm", "train_many", "train_pairs", "held_out_loss", "next_char_probabilities", "generate", "future_leak",
     "next_char_entropy", "attention_maps", "head_roles", "draw_head_offsets", "draw_attention",
     "gradient_norms_by_layer", "top_layer_gradients", "draw_gradient_norms", "draw_masks", "draw_next_char",
     "draw_losses",
@@ -63,6 +63,26 @@ def train_many(seeds, parts=None, workers=2, **settings):
     return in_parallel([lambda seed=seed: train_char_lm(seed=seed, parts=parts, **settings) for seed in seeds],
                        workers=workers, models=[None] * len(seeds),  # the runs come back whole
                        description="language models")
+
+
+def train_pairs(seeds, parts, yours=None, library=None, workers=2, **settings):
+    """For each seed, the model built from `parts` (the student's) and the one built from PyTorch's
+    parts only, each `train_char_lm(seed=seed, ..., **settings)`: every run not given already in
+    `yours` or `library` (dicts seed -> LMRun), all at once, `workers` at a time, each on one thread
+    (`in_parallel`), so each is the run its seed gives alone. Returns (yours, library): two dicts
+    seed -> LMRun, with the runs given and the runs trained, in the order of `seeds`.
+
+    A run trained here comes back from a worker process as a copy: its `parts` say what it was
+    trained with (the student's, or PyTorch's after the student's code failed), but are not the
+    `parts` object passed in."""
+    yours, library = dict(yours or {}), dict(library or {})
+    jobs = [(seed, parts) for seed in seeds if seed not in yours] + [(seed, None) for seed in seeds if seed not in library]
+    runs = in_parallel([lambda seed=seed, chosen=chosen: train_char_lm(seed=seed, parts=chosen, **settings)
+                        for seed, chosen in jobs],  # the student's first: they take a little longer
+                       workers=workers, models=[None] * len(jobs), description="language models")
+    for (seed, chosen), run in zip(jobs, runs):
+        (library if chosen is None else yours)[seed] = run
+    return {seed: yours[seed] for seed in seeds}, {seed: library[seed] for seed in seeds}
 
 
 def _prompt_ids(run, prompt):
@@ -282,6 +302,42 @@ def draw_attention(maps, layer, head, ax=None):
     return ax
 
 
+def _stack(norm_first, depths, d_model, num_heads, d_ff, vocab_size, seed):
+    """The embedding, the `max(depths)` layers and, for each depth in `depths`, the read-out of
+    a stack that deep, each made exactly as a stack of that depth alone would make it after
+    torch.manual_seed(seed): embedding, layers, final LayerNorm, read-out, in that order. The first
+    d layers of a deeper stack are the layers of a d-deep one (the same random numbers, drawn in
+    the same order); only the read-out, drawn after the layers, differs, so the random-number
+    state after layer d is kept to draw d's read-out from."""
+    torch.manual_seed(seed)
+    embed = nn.Embedding(vocab_size, d_model)
+    layers, heads = nn.ModuleList(), {}
+    after = {}
+    for depth in range(1, max(depths) + 1):
+        layers.append(nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, activation="gelu",
+                                                 batch_first=True, norm_first=norm_first))
+        if depth in depths:
+            after[depth] = torch.get_rng_state()
+    final = nn.LayerNorm(d_model) if norm_first else nn.Identity()  # draws no random numbers
+    for depth in depths:
+        torch.set_rng_state(after[depth])
+        heads[depth] = nn.Linear(d_model, vocab_size)
+    return embed, layers, final, heads
+
+
+def _lm_loss(head, final, x, tokens):
+    return F.cross_entropy(head(final(x)).flatten(0, 1), tokens[:, 1:].flatten())
+
+
+def _norm(grads):
+    return float(torch.sqrt(sum((g ** 2).sum() for g in grads)))
+
+
+def _random_tokens(vocab_size, batch_size, T, seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab_size, (batch_size, T + 1), generator=generator)
+
+
 @one_thread()
 def gradient_norms_by_layer(norm_first, num_layers=16, d_model=64, num_heads=4, d_ff=256,
                             vocab_size=28, batch_size=16, T=32, seed=0):
@@ -294,40 +350,56 @@ def gradient_norms_by_layer(norm_first, num_layers=16, d_model=64, num_heads=4, 
     "grad": the L2 norm of the gradient of all the parameters of each block;
     "stream": the root-mean-square size of the residual stream (the block's input) per feature.
     The same arguments always give the same numbers."""
-    torch.manual_seed(seed)
-    generator = torch.Generator().manual_seed(seed)
-    embed = nn.Embedding(vocab_size, d_model)
-    layers = nn.ModuleList(
-        nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=0.0, activation="gelu",
-                                   batch_first=True, norm_first=norm_first)
-        for _ in range(num_layers)
-    )
-    final = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-    head = nn.Linear(d_model, vocab_size)
-    tokens = torch.randint(0, vocab_size, (batch_size, T + 1), generator=generator)
+    embed, layers, final, heads = _stack(norm_first, (num_layers,), d_model, num_heads, d_ff, vocab_size, seed)
+    tokens = _random_tokens(vocab_size, batch_size, T, seed)
     blocked = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
     x = embed(tokens[:, :-1])
     stream = []
     for layer in layers:
         stream.append(float(x.detach().pow(2).mean().sqrt()))
         x = layer(x, src_mask=blocked)
-    loss = F.cross_entropy(head(final(x)).flatten(0, 1), tokens[:, 1:].flatten())
-    loss.backward()
-    grad = [float(torch.sqrt(sum((p.grad ** 2).sum() for p in layer.parameters()))) for layer in layers]
+    _lm_loss(heads[num_layers], final, x, tokens).backward()
+    grad = [_norm(p.grad for p in layer.parameters()) for layer in layers]
     return {"grad": np.array(grad), "stream": np.array(stream)}
 
 
-def top_layer_gradients(depths=(2, 4, 8, 16, 32), seeds=(0, 1, 2), **kwargs):
+@one_thread()
+def _top_gradients(norm_first, depths, seed, d_model=64, num_heads=4, d_ff=256, vocab_size=28, batch_size=16, T=32):
+    """For each depth in `depths`, the gradient norm of the top block of a stack that deep:
+    `gradient_norms_by_layer(norm_first, num_layers=depth, seed=seed)["grad"][-1]`, the same
+    numbers, computed with one pass through the deepest stack. A d-deep stack is the first d
+    layers of the deepest one (`_stack`), so its residual stream is the deepest stack's after d
+    layers: one forward pass serves every depth, and each depth's loss is differentiated with
+    respect to its top block only (what the lower blocks' gradients would be is not asked)."""
+    embed, layers, final, heads = _stack(norm_first, depths, d_model, num_heads, d_ff, vocab_size, seed)
+    tokens = _random_tokens(vocab_size, batch_size, T, seed)
+    blocked = torch.ones(T, T, dtype=torch.bool).triu(diagonal=1)
+    x, out = embed(tokens[:, :-1]), []
+    for depth, layer in enumerate(layers, start=1):
+        x = layer(x, src_mask=blocked)
+        if depth in depths:
+            loss = _lm_loss(heads[depth], final, x, tokens)
+            out.append(_norm(torch.autograd.grad(loss, list(layer.parameters()), retain_graph=depth < len(layers))))
+    return [out[sorted(depths).index(depth)] for depth in depths]
+
+
+def top_layer_gradients(depths=(2, 4, 8, 16, 32), seeds=(0, 1, 2), workers=2, **kwargs):
     """The gradient norm of the top block (next to the output) at initialisation, for stacks of
-    each depth, pre-norm and post-norm, over several seeds (see `gradient_norms_by_layer`).
+    each depth, pre-norm and post-norm, over several seeds: `gradient_norms_by_layer(norm_first,
+    num_layers=depth, seed=seed)["grad"][-1]`, the same numbers, with one forward pass per seed
+    and arrangement serving every depth; the arrangements and seeds run `workers` at a time
+    (`course_utils.training.in_parallel`, one thread each).
 
     Returns {"depths": (D,), "pre": (D, S), "post": (D, S)}: Xiong et al. (2020) predict that
     pre-norm's top gradient shrinks as the stack deepens while post-norm's does not."""
-    out = {"depths": np.array(depths)}
-    for name, norm_first in (("pre", True), ("post", False)):
-        out[name] = np.array([[gradient_norms_by_layer(norm_first, num_layers=depth, seed=seed, **kwargs)["grad"][-1]
-                               for seed in seeds] for depth in depths])
-    return out
+    depths, seeds = tuple(depths), tuple(seeds)
+    jobs = [(norm_first, seed) for norm_first in (True, False) for seed in seeds]
+    results = in_parallel([lambda job=job: _top_gradients(job[0], depths, job[1], **kwargs) for job in jobs],
+                          workers=workers, models=[None] * len(jobs))
+    columns = dict(zip(jobs, results))
+    return {"depths": np.array(depths),
+            **{name: np.array([columns[(norm_first, seed)] for seed in seeds]).T
+               for name, norm_first in (("pre", True), ("post", False))}}
 
 
 def draw_gradient_norms(pre, post, axes=None):

@@ -131,9 +131,15 @@ def test_top_layer_gradients_by_depth_are_repeatable_and_shaped():
     b = demo.top_layer_gradients(depths=(2, 3), seeds=(0, 1), d_model=16, d_ff=32, T=8, batch_size=4)
     assert a["pre"].shape == a["post"].shape == (2, 2)
     assert np.array_equal(a["pre"], b["pre"]) and np.array_equal(a["post"], b["post"])
-    # the top block of a 3-deep stack is the last of gradient_norms_by_layer's rows
-    direct = demo.gradient_norms_by_layer(False, num_layers=3, seed=1, d_model=16, d_ff=32, T=8, batch_size=4)
-    assert a["post"][1, 1] == direct["grad"][-1]
+    # the top block of a 3-deep stack is the last of gradient_norms_by_layer's rows, to the last bit, though
+    # one pass through the deepest stack serves every depth; in any order of depths, on one worker or two
+    for norm_first, name in ((False, "post"), (True, "pre")):
+        for depth, row in ((3, 1), (2, 0)):
+            direct = demo.gradient_norms_by_layer(norm_first, num_layers=depth, seed=1, d_model=16, d_ff=32, T=8,
+                                                  batch_size=4)
+            assert a[name][row, 1] == direct["grad"][-1]
+    c = demo.top_layer_gradients(depths=(3, 2), seeds=(1,), workers=1, d_model=16, d_ff=32, T=8, batch_size=4)
+    assert np.array_equal(c["pre"][::-1, 0], a["pre"][:, 1]) and np.array_equal(c["post"][::-1, 0], a["post"][:, 1])
 
 
 
@@ -241,6 +247,19 @@ def test_train_many_gives_each_seed_the_run_it_gives_alone(yours):
         alone = demo.train_char_lm(seed=seed, parts=parts, **SMALL)
         assert run.losses == alone.losses and bool(run.parts.yours) == yours
         assert demo.held_out_loss(run) == demo.held_out_loss(alone)
+
+
+def test_train_pairs_gives_each_seed_and_side_the_run_it_gives_alone():
+    parts = choose_parts(**YOURS)
+    given = {1: demo.train_char_lm(seed=1, parts=parts, **SMALL)}
+    yours, library = demo.train_pairs((1, 2), parts, yours=given, workers=3, **SMALL)
+    assert list(yours) == list(library) == [1, 2] and yours[1] is given[1]
+    for seed in (1, 2):
+        assert yours[seed].parts.yours and not library[seed].parts.yours
+        assert yours[seed].losses == demo.train_char_lm(seed=seed, parts=parts, **SMALL).losses
+        assert library[seed].losses == demo.train_char_lm(seed=seed, **SMALL).losses
+    again, same = demo.train_pairs((2, 1), parts, yours=yours, library=library, **SMALL)  # nothing left to train
+    assert list(again) == [2, 1] and all(again[s] is yours[s] and same[s] is library[s] for s in (1, 2))
 
 
 def test_code_that_fails_in_training_falls_back_to_pytorch_with_a_reason():
