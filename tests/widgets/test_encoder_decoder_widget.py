@@ -79,13 +79,18 @@ def test_training_repeats_with_the_same_seed():
 
 def test_side_by_side_trains_each_model_as_it_trains_alone():
     """The student's parts (here the reference's) train in a worker; the weights, histories and
-    parts in use come back to the models of this process."""
+    parts in use come back to the models of this process; the warm-up runs queued behind them
+    give what they give alone."""
     from course_utils.reference import encoder_decoder as reference
 
     pairs = dates.held_out_set()[:20]
     parts = dict(cross_attention=reference.cross_attention, block=reference.DecoderBlock)
-    (model, history, used), (gru, gru_history) = demo.train_side_by_side(6, 4, seed=2, eval_pairs=pairs,
-                                                                        eval_every=3, gru_eval_every=2, **parts)
+    warmup = dict(seeds=(0, 1), steps=4, warmup=2, last=2, d_model=16, num_heads=2, num_layers=1, d_ff=32)
+    (model, history, used), (gru, gru_history), warm = demo.train_side_by_side(
+        6, 4, seed=2, eval_pairs=pairs, eval_every=3, gru_eval_every=2, warmup_experiment=warmup, **parts)
+    warm_alone = demo.warmup_runs(**warmup)
+    for name in ("post-norm, no warm-up", "post-norm, warm-up", "pre-norm, no warm-up"):
+        np.testing.assert_array_equal(warm[name]["curves"], warm_alone[name]["curves"])
     alone, alone_history, alone_used = demo.train_transformer(6, seed=2, eval_pairs=pairs, eval_every=3, **parts)
     gru_alone, gru_alone_history = demo.train_bahdanau(4, seed=2, eval_pairs=pairs, eval_every=2)
     assert used == alone_used == {"cross_attention": True, "block": True}
@@ -96,6 +101,22 @@ def test_side_by_side_trains_each_model_as_it_trains_alone():
         for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values()):
             assert torch.equal(a, b), name
         assert not ours.training
+
+
+def test_source_positions_count_from_the_end_of_each_sentence():
+    src, mask = dates.pad_sources(["2026/11/22", "1.1.2000", "22 november 2026"])
+    positions = ts.source_positions(src, mask)
+    for row, length in enumerate(mask.sum(1).tolist()):
+        assert positions[row, :length].tolist() == list(range(length - 1, -1, -1))
+        assert (positions[row, length:] == 0).all()
+    assert ts.source_positions(src[:1, :10], None).tolist() == [list(range(9, -1, -1))]
+    # What padding stands after a date changes nothing in its memory.
+    torch.manual_seed(0)
+    model = ts.TransformerSeq2Seq(**demo.MODEL_CONFIG).eval()
+    with torch.no_grad():
+        alone = model.encode(*dates.pad_sources(["1.1.2000"]))
+        padded = model.encode(src, mask)[1:2, :8]
+    torch.testing.assert_close(padded, alone)
 
 
 def test_reached():
