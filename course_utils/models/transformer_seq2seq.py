@@ -226,8 +226,9 @@ def source_positions(src, src_mask=None):
 
     Sources are padded on the right, so a count from the start puts the end of a date (the year,
     in most formats) at a different position for every length; counted from the end, it always
-    has the same positions. On the dates the notebook's model then reached 99 % in about 270
-    steps instead of about 480 (three seeds each, measured when the choice was made)."""
+    has the same positions. With the notebook's other settings and 300 steps, its held-out exact
+    match went from 0.974 and 0.969 (positions from the start) to 0.993 and 0.994 (two seeds,
+    measured when the choice was made)."""
     index = torch.arange(src.shape[1], device=src.device)
     if src_mask is None:
         return (src.shape[1] - 1 - index).expand_as(src)
