@@ -22,9 +22,10 @@ import json
 import pytest
 
 import grading_helpers as H
-from real_class import FUNCTIONS, HIDDEN_A as A, HIDDEN_HONEST, HIDDEN_NB as NB, HOSTILE, VALUE_QUESTION
+from real_class import REAL_CLASS_TIMEOUT, FUNCTIONS, HIDDEN_A as A, HIDDEN_HONEST, HIDDEN_NB as NB, HOSTILE, VALUE_QUESTION
 
-pytestmark = pytest.mark.slow
+# The first test to ask for the shared class pays for grading it (real_class.REAL_CLASS_TIMEOUT).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(REAL_CLASS_TIMEOUT)]
 
 
 @pytest.fixture(scope="module")

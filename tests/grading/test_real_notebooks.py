@@ -9,9 +9,10 @@ Set GRADING_REAL_ALL=1 to put such a class on every assignment in solutions/ (ab
 import pytest
 
 import grading_helpers as H
-from real_class import DELETED_TEST, EXITS, HOSTILE, HOSTILE_ON, PATCHED, REAL_HONEST
+from real_class import REAL_CLASS_TIMEOUT, DELETED_TEST, EXITS, HOSTILE, HOSTILE_ON, PATCHED, REAL_HONEST
 
-pytestmark = pytest.mark.slow
+# The first test to ask for the shared class pays for grading it (real_class.REAL_CLASS_TIMEOUT).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(REAL_CLASS_TIMEOUT)]
 
 
 @pytest.mark.parametrize("assignment", HOSTILE_ON)
