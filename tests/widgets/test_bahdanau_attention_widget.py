@@ -88,6 +88,59 @@ def test_training_is_repeatable():
     assert run() == run()
 
 
+def test_the_fast_gru_passes_compute_what_torch_computes():
+    with torch.random.fork_rng():
+        torch.manual_seed(3)
+        gru = torch.nn.GRU(5, 4, batch_first=True, bidirectional=True)
+        cell = torch.nn.GRUCell(5, 4)
+        inputs = torch.randn(3, 7, 5, requires_grad=True)
+        state = torch.randn(3, 4)
+        weights = torch.randn(3, 7, 8)
+    # Both directions side by side: the module's states and last states, bit for bit ...
+    states, last = seq2seq.bidirectional_gru(gru, inputs)
+    expected, expected_last = gru(inputs)
+    assert torch.equal(states, expected) and torch.equal(last, expected_last)
+    # ... and the same gradients, up to the order of their sums.
+    (expected * weights).sum().backward()
+    wanted = [p.grad.clone() for p in gru.parameters()] + [inputs.grad.clone()]
+    gru.zero_grad()
+    inputs.grad = None
+    (states * weights).sum().backward()
+    for got, want in zip([p.grad for p in gru.parameters()] + [inputs.grad], wanted):
+        torch.testing.assert_close(got, want)
+    # One layer from a GRU cell's parameters: the cell applied step after step.
+    with torch.no_grad():
+        states, last = seq2seq.gru_layer(cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh, inputs, state)
+        h, steps = state, []
+        for t in range(inputs.shape[1]):
+            h = cell(inputs[:, t], h)
+            steps.append(h)
+    torch.testing.assert_close(states, torch.stack(steps, dim=1))
+    torch.testing.assert_close(last, h)
+
+
+@pytest.mark.parametrize("attention", [True, False])
+def test_teacher_forcing_is_the_decoder_step_at_every_position(attention):
+    with torch.random.fork_rng():
+        torch.manual_seed(4)
+        net = seq2seq.Seq2Seq(attention=attention)
+    src, mask, tgt = next(dates.training_batches(5, seed=1))
+    memory, state = seq2seq._memory(net, src, mask)
+    prev, expected = torch.full((5,), dates.BOS), []
+    with torch.no_grad():
+        for t in range(tgt.shape[1]):
+            logits, state, _ = seq2seq.decoder_step(net, prev, state, memory)
+            expected.append(logits)
+            prev = tgt[:, t]
+        torch.testing.assert_close(seq2seq.teacher_forced_logits(net, src, mask, tgt), torch.stack(expected, dim=1))
+
+
+def test_greedy_log_probs_score_what_a_beam_of_one_finds(model):
+    texts = list(demo.EXAMPLES) + [source for source, _ in dates.held_out_set()[:12]]
+    expected = [demo.candidates(model, text, beam_width=1)[0][2] for text in texts]
+    np.testing.assert_allclose(seq2seq.greedy_log_probs(model, texts), expected, atol=1e-5)
+
+
 def test_toy_step_rows_are_distributions_and_independent():
     toy = seq2seq.ToyStep(vocab=5, seed=2)
     states = toy.initial.repeat(3, 1)
