@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from course_utils.data import sequences
+from course_utils.models.seq2seq import bidirectional_gru
 from course_utils.training import in_parallel
 
 __all__ = [
@@ -219,9 +220,11 @@ class Seq2Seq(nn.Module):
 
     def encode(self, source):
         """(B, T) ids -> the encoder's states (B, T, hidden) and its hand-over (1, B, hidden)."""
-        states, last = self.encoder(self.embed(source))
-        if self.bidirectional:
+        if self.bidirectional:  # the same as self.encoder(...), with both directions in one pass (faster)
+            states, last = bidirectional_gru(self.encoder, self.embed(source))
             last = torch.cat([last[0], last[1]], dim=-1).unsqueeze(0)
+        else:
+            states, last = self.encoder(self.embed(source))
         return states, last  # last: the bottleneck
 
     def read_out(self, decoder_states, encoder_states):
@@ -276,7 +279,7 @@ def _new_seq2seq(seed, n_symbols, hidden, embed, attention, bidirectional):
 
 
 def _fit_seq2seq(model, task, lengths, steps, batch_size, lr, seed, progress, callback):
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
     loss_fn = nn.CrossEntropyLoss()
     stream = sequences.batches(task, batch_size, lengths, model.n_symbols, seed=seed)
     losses = []

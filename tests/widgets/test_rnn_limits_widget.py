@@ -159,6 +159,16 @@ def test_the_attention_model_looks_at_every_encoder_state():
     assert torch.equal(plain.read_out(decoder_states, states), plain.read_out(decoder_states, states * 0))
 
 
+def test_the_bidirectional_encoder_is_torch_gru():
+    torch.manual_seed(0)
+    model = demo.Seq2Seq(5, hidden=8, embed=4, bidirectional=True)
+    source, _ = sequences.make_batch("reverse", 3, 6, 5, torch.Generator().manual_seed(0))
+    states, last = model.encode(source)  # both directions in one pass, with the module's weights
+    expected, expected_last = model.encoder(model.embed(source))
+    assert torch.equal(states, expected)
+    assert torch.equal(last, torch.cat([expected_last[0], expected_last[1]], dim=-1)[None])
+
+
 def test_an_odd_bidirectional_width_is_refused():
     with pytest.raises(ValueError, match="even"):
         demo.Seq2Seq(5, hidden=7, bidirectional=True)
