@@ -1,4 +1,7 @@
 """scikit-learn's bundled digits as notebook 09 uses them (course_utils/data/digits.py)."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +13,21 @@ from course_utils.data import digits
 @pytest.fixture(scope="module")
 def original():
     return digits.load_digits(upsample=1)
+
+
+def test_the_bundled_csv_reads_as_scikit_learn_loads_it():
+    bunch = sklearn_digits()
+    images, labels = digits.bundled_digits()
+    assert images.dtype == bunch.images.dtype and labels.dtype == bunch.target.dtype
+    np.testing.assert_array_equal(images, bunch.images)
+    np.testing.assert_array_equal(labels, bunch.target)
+
+
+def test_loading_does_not_import_scikit_learn():
+    # Importing scikit-learn costs a notebook about 2 s; the CSV it ships is all we need.
+    code = ("import sys; from course_utils.data import digits; digits.load_digits(); "
+            "assert 'sklearn' not in sys.modules, sorted(m for m in sys.modules if 'sklearn' in m)")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_shapes_range_and_split_sizes(original):

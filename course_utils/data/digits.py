@@ -12,10 +12,13 @@ to 16 x 16 (bilinear), so 4 x 4 patches give a 4 x 4 grid of 16 patches of 16 nu
 Upsampling adds no information (every new pixel is a blend of old ones); it only makes the
 patches big enough to draw and to talk about.
 """
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import torch
 
-__all__ = ["NUM_CLASSES", "TEST_PER_CLASS", "load_digits", "split_indices", "subset"]
+__all__ = ["NUM_CLASSES", "TEST_PER_CLASS", "bundled_digits", "load_digits", "split_indices", "subset"]
 
 NUM_CLASSES = 10
 TEST_PER_CLASS = 36  # 360 held-out images, 20 % of the 1797
@@ -38,6 +41,22 @@ def split_indices(labels, test_per_class=TEST_PER_CLASS, seed=SPLIT_SEED):
     return train, test
 
 
+def bundled_digits():
+    """(images, labels) exactly as `sklearn.datasets.load_digits()` gives them: float64 images
+    of shape (1797, 8, 8) with values 0..16 and int64 labels.
+
+    Read straight from the CSV scikit-learn ships, without importing scikit-learn: the import
+    alone costs about 2 s of a notebook that runs in seconds (tests/test_digits_data.py checks
+    that both give the same arrays)."""
+    spec = importlib.util.find_spec("sklearn")  # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the digits come bundled with scikit-learn, which is not installed: "
+                          "pip install scikit-learn (the version pinned in pyproject.toml)")
+    csv = Path(spec.submodule_search_locations[0]) / "datasets" / "data" / "digits.csv.gz"
+    table = np.loadtxt(csv, delimiter=",")  # 64 pixels then the label, one image per row
+    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(np.int64)
+
+
 def load_digits(upsample=2):
     """The digits as tensors: (x_train, y_train, x_test, y_test).
 
@@ -45,18 +64,16 @@ def load_digits(upsample=2):
     y_* are int64 labels 0..9. 1437 training and 360 held-out images. `upsample` is a whole
     number >= 1 (1 keeps the original 8 x 8 pixels; 2 gives 16 x 16, bilinear).
     """
-    from sklearn.datasets import load_digits as _sklearn_digits  # bundled: no download
-
     if int(upsample) != upsample or upsample < 1:
         raise ValueError(f"upsample must be a whole number >= 1, got {upsample}")
-    bunch = _sklearn_digits()
-    images = torch.tensor(bunch.images, dtype=torch.float32).unsqueeze(1) / 16.0
-    labels = torch.tensor(bunch.target, dtype=torch.int64)
+    pixels, targets = bundled_digits()
+    images = torch.tensor(pixels, dtype=torch.float32).unsqueeze(1) / 16.0
+    labels = torch.tensor(targets, dtype=torch.int64)
     if upsample > 1:
         size = 8 * int(upsample)
         images = torch.nn.functional.interpolate(images, size=(size, size), mode="bilinear",
                                                  align_corners=False).clamp(0.0, 1.0)
-    train, test = split_indices(bunch.target)
+    train, test = split_indices(targets)
     train, test = torch.as_tensor(train), torch.as_tensor(test)
     return images[train], labels[train], images[test], labels[test]
 
