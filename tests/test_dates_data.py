@@ -68,6 +68,7 @@ def test_encoding_round_trip_and_padding():
     assert ids.shape == (3, 24) and mask.dtype == torch.bool
     assert mask.sum(dim=1).tolist() == [11, 10, 24]
     assert (ids[~mask] == dates.PAD).all()
+    assert ids[1, :10].tolist() == dates.encode_source("2026/11/22")  # characters first, padding after
     with pytest.raises(ValueError, match="characters"):
         dates.encode_source("22-11-2026!")
 
