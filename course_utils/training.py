@@ -55,11 +55,18 @@ def in_parallel(tasks, workers=2, models=None, stop=None, description=None):
     bar = progress(total=len(tasks), desc=description, disable=description is None)
     with bar, torch.random.fork_rng(devices=[]), one_thread():
         if models is not None and workers > 1 and len(tasks) > 1 and _can_fork():
+            _import_what_workers_would_each_import()
             try:
                 return _in_processes(tasks, [_as_modules(m) for m in models], workers, bar)
             except _ForkRefused:
                 pass  # the system allows no more processes (a sandbox's limit): threads instead
         return _in_threads(tasks, workers, stop or threading.Event(), bar)
+
+
+def _import_what_workers_would_each_import():
+    # Building any torch.optim optimiser imports torch._dynamo (about 2 s of CPU). Imported here,
+    # once, forked workers inherit it; otherwise every worker of every in_parallel call pays it again.
+    import torch._dynamo  # noqa: F401
 
 
 def _can_fork():

@@ -1,5 +1,7 @@
 """The shared training helpers of course_utils.training."""
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -142,11 +144,27 @@ def test_an_interrupt_stops_the_forked_workers_at_once(tmp_path):
             threading.Event().wait(0.05)
         os.kill(os.getpid(), signal.SIGINT)
 
-    threading.Thread(target=interrupt_once_both_started, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        in_parallel([long_run("a"), long_run("b"), long_run("c")], models=[None] * 3)
+    # Ctrl-C in a notebook raises KeyboardInterrupt. A test started in the background by a shell
+    # without job control inherits SIGINT ignored, and would wait the runs out: set the handler.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=interrupt_once_both_started, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            in_parallel([long_run("a"), long_run("b"), long_run("c")], models=[None] * 3)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert not list(tmp_path.glob("*.finished"))  # killed, not waited for
     assert not (tmp_path / "c.started").exists()  # and the queued run never started
+
+
+@needs_fork
+def test_forked_workers_inherit_torch_dynamo_instead_of_each_importing_it():
+    # Every optimiser imports torch._dynamo (about 2 s); a fresh process shows who imported it.
+    code = ("import sys; from course_utils.training import in_parallel; "
+            "assert 'torch._dynamo' not in sys.modules; "
+            "print(in_parallel([lambda: 'torch._dynamo' in sys.modules] * 2, models=[None] * 2))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[True, True]"
 
 
 @needs_fork
