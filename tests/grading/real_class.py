@@ -140,9 +140,12 @@ def {name}(*args, **kwargs):
 HOSTILE = sorted(FIRST_CELL) + sorted(EVERY_ANSWER)
 
 
+def _answer_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
+
+
 def answer_ids(nb):
-    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")]
+    return [c.metadata["nbgrader"]["grade_id"] for c in _answer_cells(nb)]
 
 
 def graded_test_ids(nb):
@@ -152,8 +155,7 @@ def graded_test_ids(nb):
 
 def hidden_answer_cells(nb):
     """02's answer cells that define a function (the think-first answer is a number)."""
-    return [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
-            and c.metadata["nbgrader"]["grade_id"] != VALUE_QUESTION]
+    return [c for c in _answer_cells(nb) if c.metadata["nbgrader"]["grade_id"] != VALUE_QUESTION]
 
 
 def _defined(source):
@@ -205,7 +207,8 @@ def _gaming_the_hidden_tests(course, subs):
         H.write_student(subs, name, A, NB, H.honest(course, A, NB))
     for name, code in FIRST_CELL.items():
         nb = H.release(course, A, NB)
-        hidden_answer_cells(nb)[0].source = code + "\n" + hidden_answer_cells(nb)[0].source
+        first = hidden_answer_cells(nb)[0]
+        first.source = code + "\n" + first.source
         H.write_student(subs, name, A, NB, nb)
     for name, code in EVERY_ANSWER.items():
         nb = H.release(course, A, NB)
