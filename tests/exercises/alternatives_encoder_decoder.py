@@ -38,6 +38,17 @@ def cross_attention_per_sentence(x, memory, W_q, W_k, W_v, src_mask=None):
     return torch.stack(outputs), torch.stack(all_weights)
 
 
+def cross_attention_renormalised(x, memory, W_q, W_k, W_v, src_mask=None):
+    """Softmax over every source position, then the padding zeroed and each row renormalised;
+    log of the mask added to the scores is the same thing, so gradients agree too."""
+    scores = (x @ W_q) @ (memory @ W_k).transpose(1, 2) * W_q.shape[-1] ** -0.5
+    weights = torch.softmax(scores, dim=2)
+    if src_mask is not None:
+        weights = weights * src_mask[:, None, :]
+        weights = weights / weights.sum(dim=2, keepdim=True)
+    return torch.bmm(weights, memory @ W_v), weights
+
+
 class DecoderBlockSublayers(nn.Module):
     """The three sub-layers as a list of (norm, function) pairs, one residual rule for all."""
 
@@ -97,7 +108,8 @@ def greedy_decode_list(model, src, src_mask, bos, steps):
 
 
 ALTERNATIVES = {
-    "encoder_decoder_cross_attention": [cross_attention_einsum, cross_attention_per_sentence],
+    "encoder_decoder_cross_attention": [cross_attention_einsum, cross_attention_per_sentence,
+                                        cross_attention_renormalised],
     "encoder_decoder_block": [DecoderBlockSublayers],
     "encoder_decoder_teacher_forcing": [teacher_forcing_loss_long_input, teacher_forcing_loss_roll],
     "encoder_decoder_greedy": [greedy_decode_preallocated, greedy_decode_list],

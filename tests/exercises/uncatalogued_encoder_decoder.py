@@ -523,22 +523,105 @@ def gd_src_in_place(model, src, src_mask, bos, steps):
     return out
 
 
+# ---------------------------------------------------------------- red team a (2026-11-25)
+def ca_softmax_detached(x, memory, W_q, W_k, W_v, src_mask=None):
+    """Detaches the weights before multiplying the values: right numbers, no gradient to W_q, W_k."""
+    out, w = _ca(x, memory, W_q, W_k, W_v, src_mask)
+    return w.detach() @ (memory @ W_v), w
+
+
+def ca_scores_under_no_grad(x, memory, W_q, W_k, W_v, src_mask=None):
+    """Computes the scores and weights under torch.no_grad(): right numbers, no gradient through them."""
+    with torch.no_grad():
+        _, w = _ca(x, memory, W_q, W_k, W_v, src_mask)
+    return w @ (memory @ W_v), w
+
+
+def ca_numpy_roundtrip(x, memory, W_q, W_k, W_v, src_mask=None):
+    """Computes everything in NumPy and converts back: right numbers, nothing to train through."""
+    X, M, Q, K, V = (t.detach().numpy() for t in (x, memory, W_q, W_k, W_v))
+    s = (X @ Q) @ np.swapaxes(M @ K, -1, -2) / np.sqrt(Q.shape[-1])
+    if src_mask is not None:
+        s = np.where(src_mask.numpy()[:, None, :], s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    a = e / e.sum(-1, keepdims=True)
+    return torch.from_numpy(a @ (M @ V)), torch.from_numpy(a)
+
+
+def ca_scale_d_k(x, memory, W_q, W_k, W_v, src_mask=None):
+    """Divides by d_k instead of sqrt(d_k)."""
+    return _ca(x, memory, W_q, W_k, W_v, src_mask, scale=W_q.shape[-1])
+
+
+def ca_scale_hardcoded(x, memory, W_q, W_k, W_v, src_mask=None):
+    """Divides by 2.0, sqrt(d_k) of the visible test (d_k = 4), whatever d_k is."""
+    return _ca(x, memory, W_q, W_k, W_v, src_mask, scale=2.0)
+
+
+def ca_fill_small_negative(x, memory, W_q, W_k, W_v, src_mask=None):
+    """Fills padded scores with -30 (exp(-30) is 'small enough'), not -inf."""
+    return _ca(x, memory, W_q, W_k, W_v, src_mask, fill=-30.0)
+
+
+class BlockCachesMemory(_Block):
+    """Keeps the first memory it is called with and reuses it for every later batch."""
+
+    def forward(self, x, memory, src_mask=None):
+        if not hasattr(self, "cached_memory"):
+            self.cached_memory = memory
+        return super().forward(x, self.cached_memory, src_mask)
+
+
+class BlockResidualFromNormed(_Block):
+    """Pre-norm residuals added to the normalised stream: h + f(h) with h = LN(x)."""
+
+    def forward(self, x, memory, src_mask=None):
+        if not self.norm_first:
+            return super().forward(x, memory, src_mask)
+        h = self.norm1(x)
+        x = h + self.sa(h)
+        h = self.norm2(x)
+        x = h + self.ca(h, memory, src_mask)
+        h = self.norm3(x)
+        return h + self.mlp(h)
+
+
+def tf_bos_appended_scores_last(model, src, src_mask, tgt, bos):
+    """Feeds [bos, y_1..y_L] and scores the last L positions (each sees the token it predicts)."""
+    inputs = torch.cat([torch.full((tgt.shape[0], 1), bos, dtype=tgt.dtype), tgt], dim=1)
+    logits = model(src, src_mask, inputs)[:, 1:]
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
+
+
+def gd_preallocated_reads_last(model, src, src_mask, bos, steps):
+    """Preallocates (B, steps + 1) tokens and reads the last position, which is still BOS padding."""
+    memory = model.encode(src, src_mask)
+    tokens = torch.full((src.shape[0], steps + 1), bos, dtype=torch.long)
+    for t in range(steps):
+        tokens[:, t + 1] = model.decode(tokens, memory, src_mask)[:, -1].argmax(-1)
+    return tokens[:, 1:]
+
+
 WRONG_ANSWERS = {
     "encoder_decoder_cross_weights": [AlwaysEqualFloat(5.0)] + [
         v for k, v in vars(cross_weights_count_values).items() if not k.startswith("_")],
     "encoder_decoder_cross_attention": [
+        ca_softmax_detached, ca_scores_under_no_grad, ca_numpy_roundtrip, ca_scale_d_k, ca_scale_hardcoded,
+        ca_fill_small_negative,
         ca_fill_min_float32,
         ca_scale_sqrt_d_model, ca_scale_sqrt_d_v, ca_softmax_over_queries, ca_mask_on_query_axis, ca_mask_inverted,
         ca_ignores_mask, ca_mask_after_softmax, ca_causal_too, ca_values_from_x, ca_keys_from_x,
         ca_zeroes_memory_in_place, ca_scales_W_q_in_place, ca_sdpa_in_disguise, ca_batch_one_only,
         ca_weights_transposed, ],
     "encoder_decoder_block": [
+        BlockCachesMemory, BlockResidualFromNormed,
         BlockSwappedModules,
         BlockAlwaysPreNorm, BlockNormsAfterResidualWrong, BlockNormalisesMemory, BlockOneNorm, BlockCrossFirst,
         BlockNotCausal, BlockNoSrcMask, BlockGelu, BlockNoMlpResidual, BlockSelfAttendsTwice, BlockMemoryAsQuery,
         BlockDropout, BlockPostNormFinalOnly, BlockInPlaceResidual,
     ],
     "encoder_decoder_teacher_forcing": [
+        tf_bos_appended_scores_last,
         tf_mask_only_in_decoder,
         tf_under_no_grad,
         tf_detached,
@@ -547,6 +630,7 @@ WRONG_ANSWERS = {
         tf_label_smoothing, tf_mean_of_last_position,
     ],
     "encoder_decoder_greedy": [
+        gd_preallocated_reads_last,
         gd_src_in_place,
         gd_int32,
         gd_ignores_bos_argument,

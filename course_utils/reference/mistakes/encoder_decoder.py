@@ -7,7 +7,9 @@ as the answer, so a mistake never calls the reference).
 Why the cases look the way they do (every mistake must run on every case, and differ from the
 reference and from every other mistake):
 
-* cross_attention: float64; d_k differs from d_model and d_v (dividing by sqrt(d_model), or
+* cross_attention: float64; the first three cases are also backpropagated through (section 5's
+  model trains through the student's function, so one computed under torch.no_grad(), detached
+  or in NumPy must fail); d_k differs from d_model and d_v (dividing by sqrt(d_model), or
   not projecting the values, shows); cases without a mask have T != S (keys from the decoder
   give weights of the wrong width); cases with a mask have T == S, so that a mask put on the
   query side or keys taken from the decoder still run, as they do in a student's notebook
@@ -37,6 +39,7 @@ from course_utils.models.transformer_seq2seq import Attention, EncoderCountingSe
 from course_utils.reference import encoder_decoder as reference
 from course_utils.reference import mistakes as framework
 from course_utils.reference.mistakes import DtypeKindExercise, Exercise, Mistake, ValueExercise
+from course_utils.reference.mistakes.gradients import GradientExercise
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check", "diagnose"]
 
@@ -169,7 +172,7 @@ CROSS_MISTAKES = tuple(
         ("mask_zero",
          "you set the padded scores to 0 instead of -inf: exp(0) = 1, so padding still gets weight."),
         ("mask_large_finite",
-         "you filled the padded scores with a large finite number (-1e4) instead of -inf: when the real "
+         "you filled the padded scores with a finite number (such as -1e4) instead of -inf: when the real "
          "scores are lower still, the padding takes the weight. float(\"-inf\") gives it exactly 0 always."),
         ("mask_after_softmax",
          "you zeroed the padding's weights after the softmax, so the rows no longer sum to one: set the "
@@ -528,11 +531,12 @@ COUNT_MISTAKES = (
 
 
 EXERCISES = {exercise.grade_id: exercise for exercise in (
-    Exercise(
+    GradientExercise(  # section 5's model trains through the student's function: a detached one must fail
         grade_id="encoder_decoder_cross_attention",
         function_name="cross_attention",
         reference=reference.cross_attention,
         make_cases=cross_attention_cases,
+        make_gradient_cases=lambda seed: cross_attention_cases(seed)[:3],
         mistakes=CROSS_MISTAKES,
         forbidden=ATTENTION_BUILTINS + library.FORBIDDEN,
         output_names=("your output", "your weights"),
