@@ -461,8 +461,67 @@ def tk_liar(logits, k, temperature=1.0):
     return torch.zeros_like(logits).as_subclass(_Liar)
 
 
+# ---------------------------------------------------------------- red team a (2026-11-25)
+def _fwc_from(model, tokens, past, T_past, float_mask=False, prepend_new=False):
+    """A cached step over explicit past (k, v) pairs; returns (logits, new pairs)."""
+    T_new = tokens.shape[1]
+    x = model.embed(tokens, torch.arange(T_past, T_past + T_new))
+    mask = torch.ones(T_new, T_past + T_new, dtype=torch.bool).tril(diagonal=T_past)
+    if float_mask:
+        mask = mask.to(x.dtype)
+    new = []
+    for i, block in enumerate(model.blocks):
+        attn = block.attn
+        h = block.norm1(x)
+        q, k, v = (attn.split_heads(p(h)) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+        if past is not None and past[i] is not None:
+            pair = (k, v) if prepend_new else past[i]
+            other = past[i] if prepend_new else (k, v)
+            k, v = torch.cat([pair[0], other[0]], dim=2), torch.cat([pair[1], other[1]], dim=2)
+        new.append((k, v))
+        x = x + attn.out_proj(attn.merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+        x = x + block.mlp(block.norm2(x))
+    return model.head(model.norm(x)), new
+
+
+def fwc_state_on_model(model, tokens, cache=None):
+    """Keeps the keys and values on the model (reset when cache is None) and reads them from there,
+    not from the cache it is given: right for one text decoded straight through, wrong as soon as a
+    caller keeps two caches."""
+    if cache is None:
+        model._kv_store, model._kv_length = None, 0
+    logits, new = _fwc_from(model, tokens, model._kv_store, model._kv_length)
+    model._kv_store, model._kv_length = new, model._kv_length + tokens.shape[1]
+    return logits, list(new)
+
+
+def fwc_float_mask(model, tokens, cache=None):
+    """Builds the mask without dtype=torch.bool: SDPA adds a float mask (1 and 0) to the scores
+    instead of hiding anything."""
+    T_past = 0 if cache is None else cache[0][0].shape[2]
+    return _fwc_from(model, tokens, cache, T_past, float_mask=True)
+
+
+def fwc_new_keys_first(model, tokens, cache=None):
+    """Concatenates the new keys and values before the cached ones (the mask assumes the past first)."""
+    T_past = 0 if cache is None else cache[0][0].shape[2]
+    return _fwc_from(model, tokens, cache, T_past, prepend_new=True)
+
+
+def tp_gather_to_unsort(logits, p):
+    """Puts the kept mask back in vocabulary order with gather(idx), which applies the sort again
+    instead of undoing it (scatter, or gather with the inverse permutation)."""
+    q = torch.softmax(logits, dim=-1)
+    sq, idx = torch.sort(q, dim=-1, descending=True, stable=True)
+    before = torch.cumsum(sq, dim=-1) - sq
+    keep = (before < p).gather(-1, idx)
+    kept = q * keep
+    return kept / kept.sum(-1, keepdim=True)
+
+
 WRONG_ANSWERS = {
     "fast_generation_kv_cache": [
+        fwc_state_on_model, fwc_float_mask, fwc_new_keys_first,
         fwc_global_history,
         fwc_positions_from_zero, fwc_positions_off_by_one, fwc_plain_tril, fwc_no_mask_after_prompt, fwc_no_mask,
         fwc_modifies_cache, fwc_scale_d_model, fwc_one_cache_for_all_blocks, fwc_batch_zero_cache,
@@ -483,6 +542,7 @@ WRONG_ANSWERS = {
         tk_kth_index_crash, tk_last_axis_2d_only, tk_temperature_after_softmax_topk_ignored_when_greedy_k,
     ],
     "fast_generation_top_p": [
+        tp_gather_to_unsort,
         tp_stop_before_crossing, tp_inclusive_le, tp_exclusive_le, tp_no_renormalise, tp_no_sort, tp_ascending,
         tp_modifies_logits, tp_sorted_order, tp_softmax_wrong_axis, tp_threshold_on_prob,
     ],
