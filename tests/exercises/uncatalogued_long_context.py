@@ -278,8 +278,70 @@ def ba_scales_q_in_place(q, k, v, mask=None, block_size=4):
     return _blocked(q, k, v, mask, block_size, scale=1.0)
 
 
+# ---------------------------------------------------------------- red team a (2026-11-25)
+def _online(q, k, v, mask, block_size, out_dtype=None):
+    """A right online softmax over blocks of `block_size` keys; the output cast to out_dtype if given."""
+    Tk = k.shape[-2]
+    m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype)
+    total = torch.zeros(q.shape[:-1] + (1,), dtype=q.dtype)
+    acc = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype)
+    for start in range(0, Tk, block_size):
+        s = q @ k[..., start:start + block_size, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            s = s.masked_fill(~mask[..., start:start + block_size], float("-inf"))
+        m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+        safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        p = torch.exp(s - safe)
+        alpha = torch.exp(m - safe)
+        total = alpha * total + p.sum(-1, keepdim=True)
+        acc = alpha * acc + p @ v[..., start:start + block_size, :]
+        m = m_new
+    out = torch.where(total > 0, acc / torch.where(total > 0, total, torch.ones_like(total)), torch.zeros_like(acc))
+    return out if out_dtype is None else out.to(out_dtype)
+
+
+def ba_fixed_blocks_of_four(q, k, v, mask=None, block_size=4):
+    """Loops in blocks of 4 keys (the default) whatever block_size is given: right values, but the
+    blocks never follow the argument."""
+    return _online(q, k, v, mask, 4)
+
+
+def ba_float64_out(q, k, v, mask=None, block_size=4):
+    """Accumulates in float64 and returns float64 for float32 inputs (the inputs' dtype is asked for)."""
+    return _online(q.double(), k.double(), v.double(), mask, block_size)
+
+
+def rope_positions_wrap_at_512(x, positions=None):
+    """Takes the positions modulo 512, as if the table of angles had a fixed length."""
+    T = x.shape[-2]
+    positions = torch.arange(T) if positions is None else positions
+    return _rope(x, positions % 512)
+
+
+_ROPE_TABLES = {}
+
+
+def rope_table_cached_by_shape(x, positions=None):
+    """Caches the angle table by (T, d) and reuses it for other positions of the same length."""
+    T, d = x.shape[-2], x.shape[-1]
+    if (T, d) not in _ROPE_TABLES:
+        pos = (torch.arange(T) if positions is None else positions).double()
+        _ROPE_TABLES[(T, d)] = pos[:, None] * 10000.0 ** (-2.0 * torch.arange(d // 2, dtype=torch.float64) / d)
+    a = _ROPE_TABLES[(T, d)]
+    cos, sin = torch.cos(a).to(x.dtype), torch.sin(a).to(x.dtype)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
+
+
+def awb_int32_overflow(T, num_heads, batch_size=1, bytes_per_number=4):
+    """Multiplies NumPy int32 values: wraps around for 32,768 tokens and 16 heads."""
+    with np.errstate(over="ignore"):
+        return int(np.int32(batch_size) * np.int32(num_heads) * np.int32(T) * np.int32(T) * np.int32(bytes_per_number))
+
+
 WRONG_ANSWERS = {
     "long_context_rope": [
+        rope_positions_wrap_at_512, rope_table_cached_by_shape,
         rope_float32_angles,
         rope_clockwise, rope_half_split, rope_no_factor_two, rope_base_1000, rope_ignores_positions,
         rope_positions_from_one, rope_in_place, rope_concat_not_interleave, rope_adds_sinusoid,
@@ -287,9 +349,10 @@ WRONG_ANSWERS = {
     ],
     "long_context_weights_bytes": [
         awb_no_batch, awb_causal_half, awb_always_float32, awb_float, awb_no_heads, awb_bits, awb_numpy,
-        awb_t_times_d,
+        awb_t_times_d, awb_int32_overflow,
     ],
     "long_context_blocked_attention": [
+        ba_fixed_blocks_of_four, ba_float64_out,
         ba_blocks_over_queries,
         ba_ignores_block_size,
         ba_full_rows_manual_softmax,
