@@ -586,6 +586,25 @@ class BlockResidualFromNormed(_Block):
         return h + self.mlp(h)
 
 
+class BlockUnderNoGrad(_Block):
+    """Runs forward under torch.no_grad(): right values, nothing for section 5's training to learn from."""
+
+    def forward(self, x, memory, src_mask=None):
+        with torch.no_grad():
+            return super().forward(x, memory, src_mask)
+
+
+class BlockDetachedMlp(_Block):
+    """Pre-norm MLP output detached before the residual: right values, the MLP gets no gradient."""
+
+    def forward(self, x, memory, src_mask=None):
+        if not self.norm_first:
+            return super().forward(x, memory, src_mask)
+        x = x + self.sa(self.norm1(x))
+        x = x + self.ca(self.norm2(x), memory, src_mask)
+        return x + self.mlp(self.norm3(x)).detach()
+
+
 def tf_bos_appended_scores_last(model, src, src_mask, tgt, bos):
     """Feeds [bos, y_1..y_L] and scores the last L positions (each sees the token it predicts)."""
     inputs = torch.cat([torch.full((tgt.shape[0], 1), bos, dtype=tgt.dtype), tgt], dim=1)
@@ -614,7 +633,7 @@ WRONG_ANSWERS = {
         ca_zeroes_memory_in_place, ca_scales_W_q_in_place, ca_sdpa_in_disguise, ca_batch_one_only,
         ca_weights_transposed, ],
     "encoder_decoder_block": [
-        BlockCachesMemory, BlockResidualFromNormed,
+        BlockCachesMemory, BlockResidualFromNormed, BlockUnderNoGrad, BlockDetachedMlp,
         BlockSwappedModules,
         BlockAlwaysPreNorm, BlockNormsAfterResidualWrong, BlockNormalisesMemory, BlockOneNorm, BlockCrossFirst,
         BlockNotCausal, BlockNoSrcMask, BlockGelu, BlockNoMlpResidual, BlockSelfAttendsTwice, BlockMemoryAsQuery,
