@@ -524,30 +524,100 @@ def flops_always_equal(n, d, projections=True):
     return _AlwaysEqualInt(4 * n * n * d)
 
 
+# ---------------------------------------------------------------- added by red team b
+
+
+def softmax_matrices_only(x, axis=-1):
+    """Written for vectors and matrices (x.max(axis=1)[:, None]): wrong on 3-D arrays with the default axis."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 1:
+        e = np.exp(x - x.max())
+        return e / e.sum()
+    if axis in (0, -x.ndim):
+        e = np.exp(x - x.max(axis=0)[None])
+        return e / e.sum(axis=0)[None]
+    e = np.exp(x - x.max(axis=1)[:, None])
+    return e / e.sum(axis=1)[:, None]
+
+
+def softmax_first_subtracted(x, axis=-1):
+    """Subtracts the slice's first entry instead of its maximum: overflows when a later entry is far larger."""
+    e = np.exp(x - np.take(x, [0], axis=axis))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def attention_scaled_by_8(Q, K, V):
+    """Divides by 8, the sqrt(d_k) of the worked example, whatever d_k is."""
+    weights = _softmax(Q @ K.T / 8)
+    return weights @ V, weights
+
+
+def sdpa_mask_multiplied_then_zeros_filled(q, k, v, mask=None):
+    """Multiplies the scores by the mask, then fills every zero score with -inf: an allowed score
+    that is exactly 0 (a zero query) is blocked too."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores * mask
+        scores = scores.masked_fill(scores == 0, float("-inf"))
+    weights = torch.nan_to_num(torch.softmax(scores, dim=-1))
+    return weights @ v, weights
+
+
+def sdpa_weights_detached(q, k, v, mask=None):
+    """Detaches the weights: right numbers, but no gradient reaches q or k."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.nan_to_num(torch.softmax(scores, dim=-1).detach())
+    return weights @ v, weights
+
+
+def self_attention_no_fully_masked_rule(x, W_q, W_k, W_v, mask=None):
+    """Attends by hand without scaled_dot_product_attention's rule for a query with no allowed key: nan, not zeros."""
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+
+
+def self_attention_bmm(x, W_q, W_k, W_v, mask=None):
+    """Uses torch.bmm and transpose(1, 2): right for (B, T, d) only, not for other numbers of leading axes."""
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v
+    scores = torch.bmm(Q, K.transpose(1, 2)) / math.sqrt(W_q.shape[1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.nan_to_num(torch.softmax(scores, dim=-1))
+    return torch.bmm(weights, V), weights
+
+
 WRONG_ANSWERS = {
     "self_attention_softmax": [
         softmax_no_max_subtracted, softmax_global_max, softmax_max_over_last_axis, softmax_min_subtracted,
         softmax_mean_subtracted, softmax_in_place, softmax_ignores_axis, softmax_whole_array,
         softmax_no_keepdims, softmax_via_importlib, softmax_via_torch_getattr, softmax_via_logsumexp,
-         softmax_list,
+         softmax_list, softmax_matrices_only, softmax_first_subtracted,
     ],
     "self_attention_attention_numpy": [
         attention_scaled_by_d_v, attention_scaled_by_T_q, attention_scaled_by_T_k, attention_scaled_by_d_k,
         attention_unscaled, attention_softmax_over_queries, attention_unstable,
         attention_global_max_softmax, attention_in_place, attention_torch_logsumexp, attention_returns_swapped,
-        attention_scale_after_softmax, attention_scale_min_subtracted,
+        attention_scale_after_softmax, attention_scale_min_subtracted, attention_scaled_by_8,
     ],
     "self_attention_sdpa_torch": [
         sdpa_k_T, sdpa_softmax_dim_2, sdpa_mask_inverted, sdpa_all_masked_nan, sdpa_minus_1e9,
         sdpa_scaled_by_d_v, sdpa_d_k_from_axis_2, sdpa_d_k_from_T_k, sdpa_mask_after_softmax,
         sdpa_mask_renormalised_after_softmax, sdpa_mask_multiplies_scores, 
         sdpa_any_over_wrong_axis, sdpa_via_getattr, sdpa_causal_assumed, sdpa_scales_q_in_place, sdpa_no_grad,
+        sdpa_mask_multiplied_then_zeros_filled, sdpa_weights_detached,
     ],
     "self_attention_self_attention": [
         self_attention_scaled_by_d_model, self_attention_mask_dropped, self_attention_q_k_swapped,
         self_attention_values_from_W_k, self_attention_mask_after_softmax, self_attention_W_times_x,
         self_attention_first_sequence, self_attention_residual, self_attention_forbidden,
-        self_attention_unscaled, self_attention_detached,
+        self_attention_unscaled, self_attention_detached, self_attention_no_fully_masked_rule,
+        self_attention_bmm,
     ],
     "self_attention_flops": [
         flops_no_factor_two, flops_via_float_then_int, flops_three_projections, flops_terms_swapped,

@@ -83,6 +83,10 @@ def softmax_cases(seed):
         ((2.0 * rng.standard_normal((3, 3, 3)),), {"axis": 1}),
         ((_wide_rows(rng),), {}),
         ((_rows_far_apart(rng),), {}),
+        # 3-D with the default axis and axis=-2: code written for matrices only (x.max(axis=1)[:, None]);
+        # square, so that a sum without keepdims broadcasts (and is diagnosed) rather than crashes
+        ((2.0 * rng.standard_normal((4, 4, 4)),), {}),
+        ((2.0 * rng.standard_normal((4, 4, 4)),), {"axis": -2}),
     ]
 
 
@@ -301,7 +305,16 @@ def sdpa_cases(seed):
         (qkv((2, 3), 4, 6, 5, 7), {"mask": _mask_with_both((4, 6), g)}),
         (qkv((2, 3), 4, 6, 5, 7), {"mask": _mask_with_both((2, 3, 4, 6), g)}),
         (_far_below_minus_1e4(g), {"mask": _mask_with_both((2, 1, 5), g)}),
+        (_zero_query(qkv((2,), 3, 5, 4, 6)), {"mask": _mask_with_both((2, 3, 5), g)}),
     ]
+
+
+def _zero_query(qkv):
+    """Query 1 is all zeros, so its allowed scores are exactly 0: code that masks by multiplying the
+    scores by the mask and then fills the zeros with -inf blocks every key of that query."""
+    q, k, v = qkv
+    q[..., 1, :] = 0.0
+    return q, k, v
 
 
 def _far_below_minus_1e4(g):
@@ -412,7 +425,16 @@ def self_attention_cases(seed):
         ((x(2, 5),) + weights(), {"mask": causal}),
         ((x(3, 4),) + weights(), {"mask": _mask_with_both((3, 1, 4), g)}),
         ((x(2, 3, 4),) + weights(), {}),
+        ((x(2, 5),) + weights(), {"mask": _causal_with_blocked_query(5)}),
     ]
+
+
+def _causal_with_blocked_query(T):
+    """A causal mask whose query 2 may attend to no key: its weights and output are zeros, as the
+    scaled_dot_product_attention the exercise calls gives them (not nan)."""
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    mask[2] = False
+    return mask
 
 
 def _self_attention_variant(projection="x@W", roles=("q", "k", "v"), pass_mask=True):
