@@ -345,6 +345,60 @@ class MHAScaleByHeads(_MHABase):
         return self.out_proj(_merge(out)), w
 
 
+# ---------------------------------------------------------------- added by red team b
+class MHAKeyWeightData(_MHABase):
+    """Projects the keys with k_proj.weight.data and .bias.data: right numbers, but k_proj never learns."""
+
+    def forward(self, query, key, value):
+        q = _split(self.q_proj(query), self.num_heads)
+        bias = None if self.k_proj.bias is None else self.k_proj.bias.data
+        k = _split(nn.functional.linear(key, self.k_proj.weight.data, bias), self.num_heads)
+        v = _split(self.v_proj(value), self.num_heads)
+        out, w = self.attend(q, k, v, math.sqrt(self.d_k))
+        return self.out_proj(_merge(out)), w
+
+
+class MHAKeysDetached(_MHABase):
+    """Detaches the keys: right numbers, and the query still gets its gradient, but nothing reaches key or k_proj."""
+
+    def forward(self, query, key, value):
+        q = _split(self.q_proj(query), self.num_heads)
+        k = _split(self.k_proj(key), self.num_heads).detach()
+        v = _split(self.v_proj(value), self.num_heads)
+        out, w = self.attend(q, k, v, math.sqrt(self.d_k))
+        return self.out_proj(_merge(out)), w
+
+
+class MHAHeadsOnClass(_MHABase):
+    """Stores num_heads on the class, not the instance: building a second layer changes the first's heads."""
+
+    heads = 1
+
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__(d_model, num_heads, bias)
+        MHAHeadsOnClass.heads = num_heads
+
+    def forward(self, query, key, value):
+        h = MHAHeadsOnClass.heads
+        q, k, v = (_split(p(t), h) for p, t in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
+        out, w = self.attend(q, k, v, math.sqrt(q.shape[-1]))
+        return self.out_proj(_merge(out)), w
+
+
+class MHAKeyValueSwapped(_MHABase):
+    """Projects the keys from `value` and the values from `key`."""
+
+    def forward(self, query, key, value):
+        return super().forward(query, value, key)
+
+
+class MHAKeysFromQueryWhenSameShape(_MHABase):
+    """Takes the keys from `query` whenever key has the query's shape (self-attention assumed)."""
+
+    def forward(self, query, key, value):
+        return super().forward(query, query if key.shape == query.shape else key, value)
+
+
 # ---------------------------------------------------------------- numbers
 class AlwaysEqual(int):
     """An int whose == is always True."""
@@ -424,7 +478,8 @@ WRONG_ANSWERS = {
     "multi_head_attention": [MHAScaleDModel, MHAValueFromKey, MHAKeyFromValue, MHAValueThroughKProj, MHANoOutProj,
                              MHASoftmaxOverQueries, MHAPlainReshapeSplit, MHAAlwaysBias, MHADropout,
                              MHATorchInside, MHASdpa, MHAWeightsNotTransposed, MHAScaleByHeads, MHANoGrad,
-                             MHADetachedWeights, MHADefaultNoBias],
+                             MHADetachedWeights, MHADefaultNoBias, MHAKeyWeightData, MHAKeysDetached,
+                             MHAHeadsOnClass, MHAKeyValueSwapped, MHAKeysFromQueryWhenSameShape],
     "multi_head_weights_count": [weights_one_head, weights_no_batch, weights_dk_keys, weights_d_model,
                                  weights_always_equal, weights_numpy, weights_numpy_bool],
     "multi_head_param_count": [param_ignores_bias, param_three_matrices, param_bias_per_head, param_float,
