@@ -605,6 +605,40 @@ class BlockDetachedMlp(_Block):
         return x + self.mlp(self.norm3(x)).detach()
 
 
+class BlockFrozenMlpWeights(_Block):
+    """The MLP applied through its weights' .data: right values and input gradients, but the MLP never learns."""
+
+    def forward(self, x, memory, src_mask=None):
+        first, second = self.mlp[0], self.mlp[2]
+
+        def mlp(h):
+            return F.linear(torch.relu(F.linear(h, first.weight.data, first.bias.data)), second.weight.data, second.bias.data)
+
+        if self.norm_first:
+            x = x + self.sa(self.norm1(x))
+            x = x + self.ca(self.norm2(x), memory, src_mask)
+            return x + mlp(self.norm3(x))
+        x = self.norm1(x + self.sa(x))
+        x = self.norm2(x + self.ca(x, memory, src_mask))
+        return self.norm3(x + mlp(x))
+
+
+class BlockFrozenNorms(_Block):
+    """LayerNorms called with detached gains (F.layer_norm on weight.detach()): right values, the gains never learn."""
+
+    def _norm(self, norm, h):
+        return F.layer_norm(h, norm.normalized_shape, norm.weight.detach(), norm.bias.detach(), norm.eps)
+
+    def forward(self, x, memory, src_mask=None):
+        if self.norm_first:
+            x = x + self.sa(self._norm(self.norm1, x))
+            x = x + self.ca(self._norm(self.norm2, x), memory, src_mask)
+            return x + self.mlp(self._norm(self.norm3, x))
+        x = self._norm(self.norm1, x + self.sa(x))
+        x = self._norm(self.norm2, x + self.ca(x, memory, src_mask))
+        return self._norm(self.norm3, x + self.mlp(x))
+
+
 def tf_bos_appended_scores_last(model, src, src_mask, tgt, bos):
     """Feeds [bos, y_1..y_L] and scores the last L positions (each sees the token it predicts)."""
     inputs = torch.cat([torch.full((tgt.shape[0], 1), bos, dtype=tgt.dtype), tgt], dim=1)
@@ -634,6 +668,7 @@ WRONG_ANSWERS = {
         ca_weights_transposed, ],
     "encoder_decoder_block": [
         BlockCachesMemory, BlockResidualFromNormed, BlockUnderNoGrad, BlockDetachedMlp,
+        BlockFrozenMlpWeights, BlockFrozenNorms,
         BlockSwappedModules,
         BlockAlwaysPreNorm, BlockNormsAfterResidualWrong, BlockNormalisesMemory, BlockOneNorm, BlockCrossFirst,
         BlockNotCausal, BlockNoSrcMask, BlockGelu, BlockNoMlpResidual, BlockSelfAttendsTwice, BlockMemoryAsQuery,
