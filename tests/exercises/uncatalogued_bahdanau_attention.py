@@ -666,3 +666,49 @@ HOLES = {
 # Found blind as a hole: ToyStep, the step the hidden cases decode with, broadcast a 0-d token like a
 # (1,) one, where the notebook's GRU decoder crashes; it now refuses anything but one token per row.
 WRONG_ANSWERS["bahdanau_attention_greedy_decode"].append(greedy_zero_d_token)
+
+
+# Found blind as holes: every hidden case used bos = 0 and eos = 1, so an answer that wrote those ids in
+# instead of using its arguments passed. The catalogue now has a case with bos = 5 and eos = 3.
+def greedy_eos_written_in(step, state, bos, eos, max_len):
+    """Stops at token 1 (the eos of every test) instead of the `eos` argument."""
+    tokens, total, prev = [], 0.0, bos
+    for _ in range(max_len):
+        log_probs, state = step(torch.tensor([prev]), state)
+        prev = int(log_probs[0].argmax())
+        tokens.append(prev)
+        total += float(log_probs[0, prev])
+        if prev == 1:
+            break
+    return tokens, total
+
+
+def beam_eos_and_bos_written_in(step, state, bos, eos, max_len, beam_width):
+    """The reference's beam search with bos = 0 and eos = 1 written in instead of its arguments."""
+    live, states, finished = [([], 0.0)], state, []
+    for _ in range(max_len):
+        room = beam_width - len(finished)
+        if not live or room == 0:
+            break
+        log_probs, new_states = step(torch.tensor([t[-1] if t else 0 for t, _ in live]), states)
+        total = torch.tensor([s for _, s in live], dtype=log_probs.dtype)[:, None] + log_probs
+        top = torch.topk(total.flatten(), min(room, total.numel()))
+        V = log_probs.shape[1]
+        new_live, rows = [], []
+        for value, index in zip(top.values.tolist(), top.indices.tolist()):
+            row, token = divmod(index, V)
+            hypothesis = (live[row][0] + [token], value)
+            if token == 1:
+                finished.append(hypothesis)
+            else:
+                new_live.append(hypothesis)
+                rows.append(row)
+        live = new_live
+        if rows:
+            states = new_states[rows]
+    finished = finished + live
+    return sorted(finished, key=lambda h: h[1] / len(h[0]), reverse=True)
+
+
+WRONG_ANSWERS["bahdanau_attention_greedy_decode"].append(greedy_eos_written_in)
+WRONG_ANSWERS["bahdanau_attention_beam_search"].append(beam_eos_and_bos_written_in)

@@ -367,3 +367,15 @@ HOLES = {
     "scaling_dk_variance": [variance_float32_numpy],
     "scaling_dk_jacobian": [jacobian_float32],
 }
+
+
+# Found blind as a hole: with exp unguarded, nan_to_num turns the overflow's inf / inf into 0; on the
+# saturated cases the true J is 0 as well, so it passed. The catalogue now has large logits close together.
+def jacobian_overflow_to_zero(z):
+    """exp without the maximum, then torch.nan_to_num: s = 0 wherever exp overflowed."""
+    e = torch.exp(z)
+    s = torch.nan_to_num(e / e.sum(-1, keepdim=True))
+    return torch.diag_embed(s) - s[..., :, None] * s[..., None, :]
+
+
+WRONG_ANSWERS["scaling_dk_jacobian"].append(jacobian_overflow_to_zero)

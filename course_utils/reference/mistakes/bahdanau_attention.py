@@ -254,6 +254,10 @@ def greedy_cases(seed):
     for i, (vocab, bias, max_len) in enumerate([(6, 0.5, 8), (5, 1.0, 6), (7, -0.5, 9), (6, 0.0, 5)]):
         step = probe.portable(seq2seq.ToyStep, vocab=vocab, eos=EOS_TOY, eos_bias=bias, seed=seed + i)
         cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len), {}))
+    # Other ids for bos and eos (5 and 3; token 1 is an ordinary token here), so that an answer with
+    # bos = 0 or eos = 1 written in, instead of the arguments, fails: it gives [2, 3, 1], not [4, 3].
+    step = probe.portable(seq2seq.ToyStep, vocab=7, bos=5, eos=3, eos_bias=0.5, seed=8)
+    cases.append(((step, step.initial.clone(), 5, 3, 8), {}))
     return cases
 
 
@@ -310,6 +314,9 @@ def beam_cases(seed):
                                                        (6, -0.3, 6, 2), (5, 0.4, 7, 5)]):
         step = probe.portable(seq2seq.ToyStep, vocab=vocab, eos=EOS_TOY, eos_bias=bias, sharpness=1.0, seed=seed + 11 + i)
         cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len, width), {}))
+    # Other ids for bos and eos (5 and 3), so that bos = 0 or eos = 1 written into the answer fails.
+    step = probe.portable(seq2seq.ToyStep, vocab=7, bos=5, eos=3, eos_bias=0.5, sharpness=1.0, seed=15)
+    cases.append(((step, step.initial.clone(), 5, 3, 7, 3), {}))
     return cases
 
 

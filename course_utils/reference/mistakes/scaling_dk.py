@@ -244,6 +244,9 @@ def _jacobian_cases(seed):
         ((torch.randn(2, 4, 5, generator=g, dtype=torch.float64),), {}),
         # saturated logits, as in the notebook's demo: exp(800) overflows without the maximum
         ((800.0 + 30.0 * torch.randn(2, 6, generator=g, dtype=torch.float64),), {}),
+        # large logits close together: exp overflows, yet the softmax is far from one-hot, so an answer
+        # that turns the overflow's nan into 0 (torch.nan_to_num) gives J = 0 instead of the true J
+        ((800.0 + torch.randn(2, 5, generator=g, dtype=torch.float64),), {}),
     ]
 
 
