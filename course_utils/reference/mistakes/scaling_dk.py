@@ -51,6 +51,9 @@ def _variance_variant(q, k, scaled=False, *, kind):
         return float((matrix / math.sqrt(d_k) if scaled else matrix).var())
     if kind == "theory":
         return 1.0 if scaled else float(d_k)
+    if kind == "theory_from_samples":
+        estimate = d_k * float(q.var()) * float(k.var())
+        return estimate / d_k if scaled else estimate
     raise ValueError(kind)
 
 
@@ -62,6 +65,13 @@ def _variance_cases(seed):
         q = std_q * torch.randn(500, d_k, generator=g)
         k = std_k * torch.randn(500, d_k, generator=g)
         cases.append(((q, k), {"scaled": scaled}))
+    # Features of unequal spread (q's first half wide where k's is narrow, and the other way round):
+    # the scores' variance is sum_f var(q_f) var(k_f) = d_k, but d_k var(q) var(k) over all entries is
+    # about 4.5 d_k, which tells "theory_from_samples" apart from the measured value and from "all_pairs".
+    spread = torch.cat([torch.full((16,), 2.0), torch.full((16,), 0.5)])
+    q = spread * torch.randn(500, 32, generator=g)
+    k = spread.flip(0) * torch.randn(500, 32, generator=g)
+    cases.append(((q, k), {"scaled": False}))
     return cases
 
 
@@ -111,6 +121,11 @@ VARIANCE = Exercise(
                 "you returned the theoretical value (d_k, or 1 when scaled) instead of measuring "
                 "the variance of the given samples, whose entries need not have variance 1.",
                 _variance("theory")),
+        Mistake("theory_from_samples",
+                "you estimated the theory, d_k var(q) var(k), from the variance of all the entries; "
+                "measure the variance of the n scores themselves, (q * k).sum(-1), which is what the "
+                "theory predicts only when every feature has the same spread.",
+                _variance("theory_from_samples")),
     ),
 )
 
