@@ -396,3 +396,15 @@ NOT_WRONG = {
     "causal_cnn_conv": [conv_even_kernel_slip, conv_float32],
     "causal_cnn_receptive_field": [field_numpy_int],
 }
+
+
+# Found blind in phase 2: every case passed the dilation explicitly, and the visible call that
+# relies on the default has a kernel of size 1, where the dilation changes nothing; the hidden
+# cases now hold a kernel of 3 with the default dilation.
+def conv_default_dilation_two(x, weight, bias=None, dilation=2):
+    """Right for every dilation it is given, wrong (dilation 2) when it is left at its default."""
+    k = weight.shape[-1]
+    return F.conv1d(F.pad(x, ((k - 1) * dilation, 0)), weight, bias, dilation=dilation)
+
+
+WRONG_ANSWERS["causal_cnn_conv"].append(conv_default_dilation_two)

@@ -432,3 +432,14 @@ NOT_WRONG = {
 # is composite, so neither a patched name nor a dispatch mode saw it); the guard's torch-function
 # net now catches it.
 WRONG_ANSWERS["embeddings_positions_cosine"].append(cosine_variable_functions_in_disguise)
+
+
+# Found blind in phase 2: builds the zeros from token_ids.shape[0], so ids with no axis at all
+# (shape (), which "any shape S" includes) crash; the hidden cases now hold a single id.
+def one_hot_needs_a_first_axis(token_ids, vocab_size):
+    """Reads token_ids.shape[0]: fine for (T,), (B, T), ..., a crash for one id of shape ()."""
+    out = torch.zeros(token_ids.shape[0], *token_ids.shape[1:], vocab_size)
+    return out.scatter_(-1, token_ids.unsqueeze(-1), 1.0)
+
+
+WRONG_ANSWERS["embeddings_positions_one_hot"].append(one_hot_needs_a_first_axis)

@@ -75,6 +75,8 @@ def _conv_cases(seed):
         weight = randn(4, 3, kernel_size)
         bias = randn(4) if with_bias else None
         cases.append(((x, weight), {"bias": bias, "dilation": dilation}))
+    # The default dilation (1) with a kernel wider than 1, so that a wrong default shows.
+    cases.append(((randn(2, 3, 13), randn(4, 3, 3)), {"bias": randn(4)}))
     return cases
 
 

@@ -44,6 +44,8 @@ def _one_hot_cases(seed):
         ((torch.tensor([4, 0, 4, 2]), 5), {}),
         # "any shape S": three axes, so that an answer written for (T,) and (B, T) only shows
         ((torch.randint(0, 6, (2, 3, 4), generator=generator), 6), {}),
+        # ... and no axis at all: one id, shape (), gives one row of shape (vocab_size,)
+        ((torch.tensor(3), 7), {}),
     ]
 
 
