@@ -61,6 +61,16 @@ def masked_softmax_rows(scores, mask):
     return torch.stack(rows).reshape(scores.shape)
 
 
+def masked_softmax_log_mask(scores, mask):
+    """Adds log(mask) (0 where allowed, -inf where blocked) instead of masked_fill; divides by 1
+    where a row sums to 0."""
+    filled = scores + torch.log(mask.to(scores.dtype))
+    m = torch.nan_to_num(filled.amax(dim=-1, keepdim=True), neginf=0.0)
+    e = torch.exp(filled - m)
+    s = e.sum(dim=-1, keepdim=True)
+    return e / torch.where(s == 0, torch.ones_like(s), s)
+
+
 class TransformerBlockByHand(nn.Module):
     """LayerNorm written out with the module's own gamma and beta; the two arrangements as two
     loops over (norm, sub-layer) pairs."""
@@ -117,6 +127,7 @@ ALTERNATIVES = {
                                           np.triu(np.ones((64, 64)), 1).sum()],
     "masking_transformer_causal_mask": [causal_mask_compare, causal_mask_not_future],
     "masking_transformer_padding_mask": [padding_mask_loop, padding_mask_expand],
-    "masking_transformer_masked_softmax": [masked_softmax_clamp, masked_softmax_rows],
+    "masking_transformer_masked_softmax": [masked_softmax_clamp, masked_softmax_rows,
+                                           masked_softmax_log_mask],
     "masking_transformer_block": [TransformerBlockByHand, make_transformer_block],
 }

@@ -43,6 +43,14 @@ def causal_table(T):
     return out
 
 
+_WINDOW = torch.ones(32, 32, dtype=torch.bool).tril()
+
+
+def causal_window_table(T):
+    """Slices a mask precomputed for the language model's window (32): wrong shape past T = 32."""
+    return _WINDOW[:T, :T]
+
+
 def causal_numpy(T):
     """A NumPy array instead of a tensor."""
     return np.tril(np.ones((T, T), dtype=bool))
@@ -112,6 +120,12 @@ def pad_two_sequences(lengths, T):
     for b in range(min(2, len(lengths))):
         out[b, 0, :int(lengths[b])] = True
     return out
+
+
+def pad_fixed_range(lengths, T):
+    """Compares lengths with a fixed torch.arange(32)[:T]: breaks past T = 32."""
+    grid = torch.arange(32)[None, :T].expand(len(lengths), T)
+    return (grid < lengths[:, None])[:, None, :]
 
 
 def pad_int(lengths, T):
@@ -216,6 +230,21 @@ def ms_uniform_full_rows_fixed(scores, mask):
     filled = scores.masked_fill(~mask, -1e4)
     w = _softmax_from_exp(filled)
     return w * mask.any(-1, keepdim=True)
+
+
+def ms_minus_1e9_then_zero_rows(scores, mask):
+    """Fills with -1e9 and zeroes the fully masked rows (mask.any): right until allowed scores fall below -1e9."""
+    filled = scores.masked_fill(~mask, -1e9)
+    e = torch.exp(filled - filled.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True) * mask.any(-1, keepdim=True)
+
+
+def ms_logsumexp_safe(scores, mask):
+    """exp(x - logsumexp(x)) with fully masked rows made finite first: right values in exact arithmetic,
+    but float32 loses the digits of the logsumexp of scores near -30000."""
+    filled = scores.masked_fill(~mask, float("-inf"))
+    safe = torch.where(mask.any(-1, keepdim=True), filled, torch.zeros_like(filled))
+    return torch.exp(safe - torch.logsumexp(safe, -1, keepdim=True)) * mask
 
 
 def ms_softmax_wrong_axis(scores, mask):
@@ -418,23 +447,91 @@ class BlockNoAffineNorm(_Block):
         self.norm2 = nn.LayerNorm(d_model, elementwise_affine=False)
 
 
+class BlockLayerNormEps(_Block):
+    """LayerNorms with eps=1e-6 instead of PyTorch's default 1e-5 (nn.LayerNorm(d_model))."""
+
+    def __init__(self, d_model, num_heads, d_ff, norm_first=True):
+        super().__init__(d_model, num_heads, d_ff, norm_first)
+        self.norm1 = nn.LayerNorm(d_model, eps=1e-6)
+        self.norm2 = nn.LayerNorm(d_model, eps=1e-6)
+
+
+class BlockHandLayerNorm(_Block):
+    """LayerNorm written by hand with eps added to the standard deviation, outside the square root."""
+
+    @staticmethod
+    def _ln(norm, t):
+        sd = t.std(-1, keepdim=True, unbiased=False)
+        return norm.weight * (t - t.mean(-1, keepdim=True)) / (sd + 1e-5) + norm.bias
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.attn(self._ln(self.norm1, x), mask)
+            return x + self.mlp(self._ln(self.norm2, x))
+        x = self._ln(self.norm1, x + self.attn(x, mask))
+        return self._ln(self.norm2, x + self.mlp(x))
+
+
+class BlockDetachedNormParams(_Block):
+    """LayerNorms applied with detached gamma and beta: right values and input gradient, but the
+    LayerNorms never learn."""
+
+    def forward(self, x, mask=None):
+        def ln(norm, t):
+            return nn.functional.layer_norm(t, t.shape[-1:], norm.weight.detach(), norm.bias.detach())
+        if self.norm_first:
+            x = x + self.attn(ln(self.norm1, x), mask)
+            return x + self.mlp(ln(self.norm2, x))
+        x = ln(self.norm1, x + self.attn(x, mask))
+        return ln(self.norm2, x + self.mlp(x))
+
+
+class BlockMlpFromData(_Block):
+    """The MLP written out with `.data` of its weights: the MLP's parameters get no gradient."""
+
+    def _mlp(self, h):
+        h = torch.relu(h @ self.mlp[0].weight.data.T + self.mlp[0].bias.data)
+        return h @ self.mlp[2].weight.data.T + self.mlp[2].bias.data
+
+    def forward(self, x, mask=None):
+        if self.norm_first:
+            x = x + self.attn(self.norm1(x), mask)
+            return x + self._mlp(self.norm2(x))
+        x = self.norm1(x + self.attn(x, mask))
+        return self.norm2(x + self._mlp(x))
+
+
+class BlockRemembersMask(_Block):
+    """Keeps the last mask it was given and reuses it when called with mask=None (same length)."""
+
+    def forward(self, x, mask=None):
+        if mask is not None:
+            self._last_mask = mask
+        elif getattr(self, "_last_mask", None) is not None and self._last_mask.shape[-1] == x.shape[1]:
+            mask = self._last_mask
+        return super().forward(x, mask)
+
+
 WRONG_ANSWERS = {
     "masking_transformer_causal_mask": [causal_upper, causal_strict, causal_float, causal_hardcoded,
-                                        causal_numpy, causal_batched, causal_band, causal_table],
+                                        causal_numpy, causal_batched, causal_band, causal_table,
+                                        causal_window_table],
     "masking_transformer_blocked_pairs": [blocked_allowed, blocked_half, blocked_off_by_one, blocked_string,
                                           blocked_numpy_nan],
     "masking_transformer_padding_mask": [pad_le, pad_no_middle_axis, pad_last_axis, pad_left, pad_max_length,
                                          pad_first_length, pad_transposed_reshape, pad_two_sequences, pad_int,
-                                         pad_hardcoded],
+                                         pad_hardcoded, pad_fixed_range],
     "masking_transformer_masked_softmax": [ms_fill_minus_1e9, ms_fill_zero, ms_zero_after, ms_no_max,
                                            ms_where_after_exp, ms_in_place, ms_captured_softmax,
                                            ms_logsumexp, ms_mask_shape_of_scores, ms_uniform_full_rows_fixed,
-                                           ms_softmax_wrong_axis, ms_eps_denominator],
+                                           ms_softmax_wrong_axis, ms_eps_denominator,
+                                           ms_minus_1e9_then_zero_rows, ms_logsumexp_safe],
     "masking_transformer_block": [BlockSwapped, BlockNoRelu, BlockIgnoresMask, BlockOneNorm, BlockResidualFromNormed,
                                   BlockInvertedMask, BlockAlwaysPreNorm, BlockOnlyCausalMasks, BlockNorm2OnInput,
                                   BlockThreeHeads, BlockDropout, BlockDffIgnored, BlockFinalNorm,
                                   BlockGelu, BlockNoAffineNorm, BlockNoGrad, BlockDetachedAttention,
-                                  BlockDefaultPostNorm],
+                                  BlockDefaultPostNorm, BlockLayerNormEps, BlockHandLayerNorm,
+                                  BlockDetachedNormParams, BlockMlpFromData, BlockRemembersMask],
 }
 
 # Wrong answers that still PASS the test cell. Left open on purpose: each returns float32 for

@@ -41,6 +41,8 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check"]
 HIDDEN_ONLY = {
     # the visible tests always pass norm_first; only a hidden case leaves it at its default
     "default_post_norm",
+    # right wherever the allowed scores stay above -1e9: only the hidden case near -2**34 shows it
+    "minus_1e9_rows_zeroed",
 }
 
 TRANSFORMER_BUILTINS = (
@@ -90,8 +92,9 @@ CAUSAL = MaskExercise(
     grade_id="masking_transformer_causal_mask",
     function_name="causal_mask",
     reference=attention.causal_mask,
-    # T = 20: a mask sliced out of a small precomputed table (8 x 8, say) must not pass.
-    make_cases=lambda seed: [((T,), {}) for T in (1, 4, 7, 20)],
+    # T = 20: a mask sliced out of a small precomputed table (8 x 8, say) must not pass; T = 100: nor
+    # one sliced out of a table the size of the language model's window (32) or of the question's T (64).
+    make_cases=lambda seed: [((T,), {}) for T in (1, 4, 7, 20, 100)],
     output_names=("your causal mask",),
     atol=0.0, rtol=0.0,
     crash_hint="return torch.ones(T, T, dtype=torch.bool) with only the entries on and below the diagonal kept True",
@@ -149,7 +152,9 @@ PADDING = MaskExercise(
     function_name="padding_mask",
     reference=attention.padding_mask,
     make_cases=lambda seed: [((torch.tensor([3, 5, 1]), 5), {}), ((torch.tensor([2, 6]), 6), {}),
-                             ((torch.tensor([4, 0, 2, 3]), 4), {})],
+                             ((torch.tensor([4, 0, 2, 3]), 4), {}),
+                             # T = 100: a mask built from a fixed, short torch.arange(n)[:T] must not pass
+                             ((torch.tensor([100, 37, 64, 1]), 100), {})],
     output_names=("your padding mask",),
     atol=0.0, rtol=0.0,
     crash_hint="compare torch.arange(T)[None, :] with lengths[:, None] to get (B, T), then add the middle axis with [:, None, :]",
@@ -196,10 +201,15 @@ def _masked_softmax_variant(scores, mask, *, kind):
         filled = scores.masked_fill(~use, -1e9)
     elif kind == "minus_1e4":
         filled = scores.masked_fill(~use, -1e4)
+    elif kind == "minus_1e9_rows_zeroed":
+        filled = scores.masked_fill(~use, -1e9)
     elif kind == "after_softmax":
         filled = scores
     else:
         filled = scores.masked_fill(~use, float("-inf"))
+    if kind == "logsumexp":  # exp(x - logsumexp(x)): right in exact arithmetic, digits lost on large scores
+        safe = torch.where(use.any(dim=-1, keepdim=True), filled, torch.zeros_like(filled))
+        return torch.exp(safe - torch.logsumexp(safe, dim=-1, keepdim=True)) * use
     if kind == "unstable":
         e = torch.exp(filled)
     elif kind == "max_over_all_keys":  # the maximum of the raw scores, blocked ones included
@@ -218,7 +228,7 @@ def _masked_softmax_variant(scores, mask, *, kind):
         weights = e / total
     else:
         weights = e / torch.where(total > 0, total, torch.ones_like(total))
-    if kind in ("after_softmax", "minus_1e4"):
+    if kind in ("after_softmax", "minus_1e4", "minus_1e9_rows_zeroed"):
         weights = weights * use
     return weights
 
@@ -251,6 +261,9 @@ def _masked_softmax_cases(seed):
         _huge_blocked_case(g),
         # allowed scores far below -1e4 (whole numbers: exact in float32): a finite fill leaks
         ((-30000.0 + torch.randint(-3, 4, (3, 5), generator=g).float(), mask_with_both((3, 5))), {}),
+        # allowed scores far below -1e9 (-2**34 plus multiples of 2048: exact in float32): a -1e9 fill
+        # leaks there even when fully masked rows are zeroed afterwards
+        ((-2.0 ** 34 + 2048.0 * torch.randint(-3, 4, (3, 5), generator=g).float(), mask_with_both((3, 5))), {}),
     ]
 
 
@@ -325,6 +338,16 @@ MASKED_SOFTMAX = GradientExercise(
                 "you filled blocked scores with -1e4, a finite stand-in for -inf: once the allowed "
                 "scores fall below -1e4 the blocked keys win the softmax; fill with float('-inf').",
                 _ms("minus_1e4")),
+        Mistake("minus_1e9_rows_zeroed",
+                "you filled blocked scores with a large finite negative (such as -1e9) and zeroed the "
+                "fully masked rows afterwards: once the allowed scores fall below the fill, the blocked "
+                "keys win the softmax; fill with float('-inf').",
+                _ms("minus_1e9_rows_zeroed")),
+        Mistake("logsumexp",
+                "you computed exp(x - logsumexp(x)): right in exact arithmetic, but on scores near -30000 "
+                "float32 keeps too few digits of the logsumexp and the weights come out wrong; subtract "
+                "each row's maximum over the allowed keys before exp instead (step 2).",
+                _ms("logsumexp")),
         Mistake("where_exp",
                 "your values are right but your gradient is nan: torch.where(mask, torch.exp(...), 0) "
                 "still computes exp of the blocked scores, which overflows for a huge blocked score, "
@@ -392,14 +415,17 @@ def _wrong_block(kind):
 def _block_cases(seed):
     g = torch.Generator().manual_seed(seed)
     cases = []
-    for d_model, num_heads, d_ff, norm_first, B, T, mask_kind in [
-        (8, 2, 16, True, 2, 5, "causal"),
-        (8, 2, 16, False, 2, 5, "causal"),
-        (12, 3, 20, True, 3, 4, "padding"),
-        (12, 3, 20, False, 3, 4, "padding"),
-        (6, 1, 10, False, 1, 6, None),
-        (6, 2, 10, True, 2, 3, None),
-        (8, 2, 12, "default", 2, 4, "causal"),  # norm_first left out: the default is pre-norm
+    for d_model, num_heads, d_ff, norm_first, B, T, mask_kind, x_scale in [
+        (8, 2, 16, True, 2, 5, "causal", 2.0),
+        (8, 2, 16, False, 2, 5, "causal", 2.0),
+        (12, 3, 20, True, 3, 4, "padding", 2.0),
+        (12, 3, 20, False, 3, 4, "padding", 2.0),
+        (6, 1, 10, False, 1, 6, None, 2.0),
+        (6, 2, 10, True, 2, 3, None, 2.0),
+        (8, 2, 12, "default", 2, 4, "causal", 2.0),  # norm_first left out: the default is pre-norm
+        # a stream of variance ~1e-4, near LayerNorm's eps = 1e-5: a LayerNorm with another eps, or
+        # written by hand with eps outside the square root, shows here
+        (8, 2, 16, True, 2, 5, "causal", 0.01),
     ]:
         weights = {}
         for name in ATTENTION_LINEARS:
@@ -412,7 +438,7 @@ def _block_cases(seed):
         weights["mlp.0.bias"] = 0.3 * torch.randn(d_ff, generator=g)
         weights["mlp.2.weight"] = torch.randn(d_model, d_ff, generator=g) / math.sqrt(d_ff)
         weights["mlp.2.bias"] = 0.3 * torch.randn(d_model, generator=g)
-        x = 2.0 * torch.randn(B, T, d_model, generator=g) + 1.0
+        x = x_scale * torch.randn(B, T, d_model, generator=g) + x_scale / 2
         if mask_kind == "causal":
             mask = torch.ones(T, T, dtype=torch.bool).tril()
         elif mask_kind == "padding":
@@ -422,7 +448,7 @@ def _block_cases(seed):
         else:
             mask = None
         case = {"d_model": d_model, "num_heads": num_heads, "d_ff": d_ff, "norm_first": norm_first,
-                "weights": weights, "x": x, "mask": mask}
+                "weights": weights, "x": x, "mask": mask, "x_scale": x_scale}
         init_kwargs = {} if norm_first == "default" else {"norm_first": norm_first}
         case.update(init_args=[d_model, num_heads, d_ff], init_kwargs=init_kwargs,
                     forward_args=[x], forward_kwargs={"mask": mask}, describe=_describe(case))
@@ -434,7 +460,8 @@ def _describe(case):
     mask = "no mask" if case["mask"] is None else f"mask {tuple(case['mask'].shape)}"
     return (f"d_model={case['d_model']}, num_heads={case['num_heads']}, d_ff={case['d_ff']}, "
             + ("norm_first left at its default" if case["norm_first"] == "default"
-               else f"norm_first={case['norm_first']}") + f", x {tuple(case['x'].shape)}, {mask}")
+               else f"norm_first={case['norm_first']}") + f", x {tuple(case['x'].shape)}"
+            + ("" if case["x_scale"] == 2.0 else f" with entries of size about {case['x_scale']}") + f", {mask}")
 
 
 @dataclasses.dataclass(frozen=True)
