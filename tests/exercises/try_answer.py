@@ -10,6 +10,7 @@ student would read. This is how a contributor tries a wrong answer nobody catalo
 prints PASSED, the tests have a hole (add it to tests/exercises/uncatalogued_<topic>.py).
 """
 import argparse
+import ast
 import pathlib
 import sys
 import traceback
@@ -20,6 +21,19 @@ from tests.exercises.test_mutations import EXERCISES, run_test_cell, solved_name
 def answered_exercises(names):
     """The (notebook, exercise) pairs whose answer is one of `names`."""
     return [(nb, ex) for nb, ex in EXERCISES if spec(ex).function_name in names]
+
+
+def bound_names(source):
+    """The names ANSWER.py binds at its top level (def, class, assignment, import)."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        else:
+            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return names
 
 
 def verdict(notebook, exercise, answer_namespace):
@@ -43,6 +57,7 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", default=None, help="grade ids to try")
     args = parser.parse_args(argv)
     source = args.answer.read_text()
+    bound = bound_names(source)
     pairs = answered_exercises(set(compile(source, str(args.answer), "exec").co_names))
     if args.only:
         pairs = [(nb, ex) for nb, ex in pairs if ex.grade_id in args.only]
@@ -57,8 +72,10 @@ def main(argv=None):
         except Exception:  # noqa: BLE001
             traceback.print_exc()
             return 2
+        # What ANSWER.py binds, by name: a value equal to the solution's own (a small int is even the
+        # same object) is still the answer being tried.
         answer_namespace = {k: v for k, v in namespace.items()
-                            if k not in solved_namespace(notebook) or v is not solved_namespace(notebook)[k]}
+                            if k in bound or k not in solved_namespace(notebook) or v is not solved_namespace(notebook)[k]}
         if spec(exercise).function_name not in answer_namespace:
             continue
         print(f"{exercise.grade_id}: {verdict(notebook, exercise, answer_namespace)}")
