@@ -655,6 +655,23 @@ def gd_preallocated_reads_last(model, src, src_mask, bos, steps):
     return tokens[:, 1:]
 
 
+def tf_ignores_pad_id(model, src, src_mask, tgt, bos):
+    """Leaves out the labels equal to the padding id 0 (ignore_index=dates.PAD): not the mean over all B * L."""
+    decoder_in = torch.cat([torch.full_like(tgt[:, :1], bos), tgt[:, :-1]], dim=1)
+    logits = model(src, src_mask, decoder_in)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=dates.PAD)
+
+
+def ca_returns_float64(x, memory, W_q, W_k, W_v, src_mask=None):
+    """Computes in float64 and returns float64 for float32 inputs (the prompt asks for the inputs' dtype)."""
+    x, memory, W_q, W_k, W_v = (t.double() for t in (x, memory, W_q, W_k, W_v))
+    scores = (x @ W_q) @ (memory @ W_k).transpose(-2, -1) / math.sqrt(W_q.shape[-1])
+    if src_mask is not None:
+        scores = scores.masked_fill(~src_mask[:, None, :], float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ (memory @ W_v), weights
+
+
 WRONG_ANSWERS = {
     "encoder_decoder_cross_weights": [AlwaysEqualFloat(5.0)] + [
         v for k, v in vars(cross_weights_count_values).items() if not k.startswith("_")],
@@ -682,6 +699,7 @@ WRONG_ANSWERS = {
         tf_ignores_bos_argument,
         tf_no_shift, tf_no_bos, tf_no_mask, tf_sum, tf_softmax_first, tf_labels_transposed, tf_bos_at_end,
         tf_label_smoothing, tf_mean_of_last_position,
+        tf_ignores_pad_id,
     ],
     "encoder_decoder_greedy": [
         gd_preallocated_reads_last,
@@ -697,6 +715,9 @@ WRONG_ANSWERS = {
 # Wrong answers that PASS their test cell today (holes in the hidden tests), kept out of
 # WRONG_ANSWERS so that the suite stays green until the tests are fixed: (grade_id, answer).
 HOLES = [
+    # Found in a blind review, left open: every test case of cross_attention (visible and hidden) is
+    # float64, and the judge does not compare dtypes, so float64 out for float32 in still passes.
+    ("encoder_decoder_cross_attention", ca_returns_float64),
 ]
 
 # Answers that pass on purpose. Computed in float32 what the prompt gives in float64: the course accepts

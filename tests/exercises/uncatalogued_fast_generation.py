@@ -519,6 +519,17 @@ def tp_gather_to_unsort(logits, p):
     return kept / kept.sum(-1, keepdim=True)
 
 
+def tp_tolerance_below_p(logits, p):
+    """Keeps a token only when its predecessors sum to less than p - 1e-3 (a tolerance "for p exactly")."""
+    q = torch.softmax(logits, dim=-1)
+    s, i = torch.sort(q, dim=-1, descending=True, stable=True)
+    c = torch.cumsum(s, dim=-1)
+    keep = torch.cat([torch.ones_like(c[..., :1], dtype=torch.bool), c[..., :-1] < p - 1e-3], dim=-1)
+    keep = torch.zeros_like(q, dtype=torch.bool).scatter(-1, i, keep)
+    r = torch.where(keep, q, torch.zeros_like(q))
+    return r / r.sum(dim=-1, keepdim=True)
+
+
 WRONG_ANSWERS = {
     "fast_generation_kv_cache": [
         fwc_state_on_model, fwc_float_mask, fwc_new_keys_first,
@@ -542,7 +553,7 @@ WRONG_ANSWERS = {
         tk_kth_index_crash, tk_last_axis_2d_only, tk_temperature_after_softmax_topk_ignored_when_greedy_k,
     ],
     "fast_generation_top_p": [
-        tp_gather_to_unsort,
+        tp_gather_to_unsort, tp_tolerance_below_p,
         tp_stop_before_crossing, tp_inclusive_le, tp_exclusive_le, tp_no_renormalise, tp_no_sort, tp_ascending,
         tp_modifies_logits, tp_sorted_order, tp_softmax_wrong_axis, tp_threshold_on_prob,
     ],

@@ -185,6 +185,11 @@ def _blocked(q, k, v, mask=None, block_size=4, rescale=True, guard=True, zero_em
     return out if out_dtype is None else out.to(out_dtype)
 
 
+def ba_running_max_from_zero(q, k, v, mask=None, block_size=4):
+    """Starts the running maximum at 0 instead of -inf: rows whose scores are all far below 0 underflow."""
+    return _blocked(q, k, v, mask, block_size, init=0.0)
+
+
 def ba_no_rescale(q, k, v, mask=None, block_size=4):
     """Never rescales the old sums when the maximum grows."""
     return _blocked(q, k, v, mask, block_size, rescale=False)
@@ -359,6 +364,7 @@ WRONG_ANSWERS = {
         ba_mask_slices_second_axis,
         ba_no_rescale, ba_no_guard, ba_nan_for_empty_row, ba_scale_sqrt_dv, ba_ignores_mask, ba_drops_last_block,
         ba_fill_minus_1e9, ba_no_max_subtracted, ba_scales_q_in_place,
+        ba_running_max_from_zero,
     ],
 }
 

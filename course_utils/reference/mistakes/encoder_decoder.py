@@ -369,6 +369,12 @@ def teacher_forcing_cases(seed):
         src, mask, tgt = toy_batch(g, B, S, lengths, L)
         bos = TOY_BOS_OTHER if i == 2 else TOY_BOS
         cases.append(((toy_model(TransformerSeq2Seq, seed + i), src, mask, tgt, bos), {}))
+    # Targets that use ids 0 and 1 as ordinary tokens: the loss is the mean over all B * L tokens, so an
+    # answer that leaves out a padding id (ignore_index=0) or the BOS id shows.
+    src, mask, tgt = toy_batch(g, 3, 5, [5, 3, 4], 5)
+    tgt[:, :-1] = torch.randint(0, TOY_CONFIG["target_vocab"], (3, 4), generator=g)
+    tgt[0, 0], tgt[1, 1], tgt[2, 2] = 0, 1, 0
+    cases.append(((toy_model(TransformerSeq2Seq, seed + 3), src, mask, tgt, TOY_BOS), {}))
     return cases
 
 

@@ -383,6 +383,9 @@ def top_p_cases(seed):
         ((torch.randn(2, 2, 5, generator=g, dtype=d), 0.3), {}),
         ((torch.tensor([[4.0, 0.0, -1.0, 0.5]], dtype=d), 0.5), {}),  # the first token alone crosses p
         ((torch.randn(2, 6, generator=g, dtype=d), 1.0), {}),
+        # The tokens before the last sum to p - 1e-5, just below p: the last token is kept (an answer
+        # that compares with p minus a tolerance, "to be safe at p exactly", drops it).
+        ((torch.log(torch.tensor([[0.5, 0.29999, 0.20001]], dtype=d)), 0.8), {}),
     ]
 
 

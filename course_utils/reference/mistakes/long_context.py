@@ -341,6 +341,9 @@ def _blocked_cases(seed):
         # wrong axis.
         ((randn(3, 5, 4), randn(3, 10, 4), randn(3, 10, 2)), {"mask": batch_mask, "block_size": 4}),
         ((randn(2, 6, 4), randn(2, 7, 4), randn(2, 7, 3)), {"mask": padding_mask, "block_size": 3}),
+        # Every score of every row exactly -4050: a running maximum started at 0 instead of -inf
+        # lets exp(score - 0) underflow to 0 in every block, and the rows come out as zeros.
+        ((-45.0 * u.expand(3, d).clone(), 45.0 * u.expand(7, d).clone(), randn(7, 2)), {"block_size": 3}),
     ]
 
 
