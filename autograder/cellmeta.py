@@ -7,6 +7,9 @@ student gets could_not_grade. Here, before nbgrader sees the notebook:
 
 - a cell whose grade_id is not in this notebook's release loses its nbgrader metadata (it is run
   as an ordinary cell) and the instructor is told;
+- an answer cell whose nbgrader flags were changed (marked as graded, with points, or locked)
+  gets the release's metadata back, and the instructor is told: nbgrader refuses a notebook
+  whose answer cell claims points, and the student would lose the whole grade;
 - a release cell whose grade_id is missing from the submission gets its metadata back on the
   student's cell that matches it: locked cells by identical content; answer cells by position
   (the one cell of the same type between the neighbouring matched cells) or else by signature
@@ -17,6 +20,8 @@ student gets could_not_grade. Here, before nbgrader sees the notebook:
 import copy
 import re
 
+# The nbgrader settings that make a cell an answer cell; an answer cell must keep the release's.
+_FLAGS = ("grade", "solution", "locked", "points", "task")
 _SIGNATURE = re.compile(r"^\s*(def|class)\s+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 
@@ -45,6 +50,14 @@ def restore(nb, release):
             problems.append(f"a cell marked '{meta['grade_id'][:80]}' does not belong to this "
                             "notebook (copied from another assignment?); it was run as an "
                             "ordinary cell")
+    answers = {_meta(c)["grade_id"]: c for c in rel_cells if _meta(c).get("solution")}
+    for cell in nb.cells:
+        meta = _meta(cell)
+        release_cell = answers.get(meta.get("grade_id")) if meta else None
+        if release_cell is not None and any(meta.get(k) != _meta(release_cell).get(k) for k in _FLAGS):
+            _assign(cell, release_cell)
+            problems.append(f"the answer cell '{meta['grade_id'][:80]}' had its nbgrader settings changed "
+                            "(graded, points or locked); the release's were used")
     present = {_meta(c)["grade_id"] for c in nb.cells if _meta(c) and _meta(c).get("grade_id")}
     missing = [c for c in rel_cells if _meta(c)["grade_id"] not in present]
     if not missing:

@@ -128,6 +128,11 @@ def review(tmp_path_factory):
                                   "points": 4, "schema_version": 3, "solution": False, "task": False}
     foreign.cells.insert(3, stray)
     students["foreign_cell"] = foreign
+    # 10b (found blind): an answer cell re-marked as a graded cell with points; nbgrader refuses such
+    # a notebook, which cost the student every point
+    claims = honest()
+    H.cell(claims, "fixture_double").metadata["nbgrader"].update(grade=True, points=3, locked=True)
+    students["answer_claims_points"] = claims
 
     for name, nb in students.items():
         H.write_student(subs, name, A, NB, nb)
@@ -253,6 +258,14 @@ def test_item10_cell_from_another_assignment_is_named_and_the_rest_graded(review
     assert score(review, "foreign_cell") == FULL
     said = H.problems(review.out, "foreign_cell")
     assert any("'other_assignment_tests' does not belong to this notebook" in p for p in said), said
+
+
+def test_item10b_an_answer_cell_that_claims_points_is_graded_as_released(review):
+    row = review.grades[("answer_claims_points", A)]
+    assert row["status"] == "graded", H.problems(review.out, "answer_claims_points")
+    assert score(review, "answer_claims_points") == FULL and float(row["max_score"]) == FULL, row
+    said = H.problems(review.out, "answer_claims_points")
+    assert any("'fixture_double' had its nbgrader settings changed" in p for p in said), said
 
 
 @pytest.mark.browser
