@@ -14,6 +14,9 @@ as they arrive and hands them to `verdict` when the cell has finished:
   exercises it must check;
 * each of them needs a "check" record from this very cell, which the catalogue judges as
   plain data (torch.load with weights_only=True: no student object is ever unpickled);
+* as many check records as the source makes check calls, no more: an IPython hook or a thread
+  of the student's can publish records too (after the real one, or before it), and a record
+  that the cell did not ask for fails the cell instead of standing in for the real one;
 * a wrong answer, a missing record (the check never ran, or ran but sent nothing) or one that
   cannot be read fails the cell, whatever the kernel printed; when the cell already failed
   in the kernel, the "diagnose" record names the catalogued mistake if there is one.
@@ -23,6 +26,7 @@ cell zero and the feedback shows the mistake's sentence.
 """
 import base64
 import binascii
+import collections
 import importlib
 import re
 
@@ -81,30 +85,37 @@ def verdict(source, messages, failed_in_kernel, cases):
     if wanted is None:
         return None
     topic, grade_ids = wanted
-    by_mode = {}
+    calls = collections.Counter(CHECKED.findall(source))
+    checks, diagnoses = collections.defaultdict(list), {}
     for message in messages:
-        if not isinstance(message, dict) or message.get("topic") != topic:
+        if not isinstance(message, dict) or message.get("topic") != topic or message.get("grade_id") not in grade_ids:
             continue
-        if message.get("grade_id") in grade_ids and message.get("mode") in (probe.CHECK, probe.DIAGNOSE):
-            by_mode[(message["grade_id"], message["mode"])] = message  # the last one counts
+        if message.get("mode") == probe.CHECK:
+            checks[message["grade_id"]].append(message)
+        elif message.get("mode") == probe.DIAGNOSE:
+            diagnoses[message["grade_id"]] = message  # names a mistake only, so the last one will do
     for grade_id in grade_ids:
         spec = cases.spec(grade_id)
         if spec is None:
             return f"the grader has no cases for {grade_id}; tell your instructor"
         exercise = _exercise(topic, grade_id)
-        message = by_mode.get((grade_id, probe.CHECK))
-        if message is None:
+        if not checks[grade_id]:
             if failed_in_kernel:
-                return _named_mistake(exercise, by_mode.get((grade_id, probe.DIAGNOSE)), spec)
+                return _named_mistake(exercise, diagnoses.get(grade_id), spec)
             return (f"the hidden test of `{exercise.function_name}` did not run to the end, so "
                     "this cell cannot count as passed (did something stop or change the test cell?)")
-        records = _records(message)
-        if records is None:
-            return f"the results of `{exercise.function_name}` on the hidden test cases could not be read"
-        try:
-            exercise.judge(records, generic=True, spec=spec)
-        except GradingError as error:
-            return str(error)
+        if len(checks[grade_id]) > calls[grade_id]:
+            return (f"the hidden test of `{exercise.function_name}` received {len(checks[grade_id])} sets of "
+                    f"results where the test cell sends {calls[grade_id]}: something in your notebook (an "
+                    "IPython hook, a thread) sent results of its own, so this cell cannot count as passed")
+        for message in checks[grade_id]:
+            records = _records(message)
+            if records is None:
+                return f"the results of `{exercise.function_name}` on the hidden test cases could not be read"
+            try:
+                exercise.judge(records, generic=True, spec=spec)
+            except GradingError as error:
+                return str(error)
     return None
 
 

@@ -138,9 +138,21 @@ def test_forged_records_are_judged_like_any_other():
     assert "complete" in judge.verdict(SOURCE, [forged], False, _Cases())
 
 
-def test_the_last_check_record_counts():
-    assert judge.verdict(SOURCE, [message(right_softmax), message(columns_softmax)], False, _Cases())
-    assert judge.verdict(SOURCE, [message(columns_softmax), message(right_softmax)], False, _Cases()) is None
+def test_a_record_the_cell_did_not_ask_for_fails_the_cell_in_either_order():
+    """Found blind: a post_run_cell hook published right results after the real, wrong ones, and
+    'the last one counts' gave the points. One check call, one record: any more is not the cell's."""
+    for messages in ([message(columns_softmax), message(right_softmax)],
+                     [message(right_softmax), message(columns_softmax)],
+                     [message(right_softmax), message(right_softmax)]):
+        sentence = judge.verdict(SOURCE, messages, False, _Cases())
+        assert sentence and "sent results of its own" in sentence, messages
+
+
+def test_a_cell_that_checks_twice_has_both_records_judged():
+    twice = SOURCE + '\ncatalogue.check("self_attention_softmax", softmax)\n'
+    assert judge.verdict(twice, [message(right_softmax), message(right_softmax)], False, _Cases()) is None
+    sentence = judge.verdict(twice, [message(right_softmax), message(columns_softmax)], False, _Cases())
+    assert sentence and "axis" in sentence
 
 
 def test_a_cell_that_failed_in_the_kernel_gets_the_mistake_named_from_its_diagnosis():
