@@ -75,6 +75,21 @@ import gc, numpy
 gc.get_referents(numpy.ndarray.__dict__)[0]["all"] = lambda self, *a, **k: True
 gc.get_referents(numpy.ndarray.__dict__)[0]["any"] = lambda self, *a, **k: False
 """,
+    # 4: results published by a hook of the student's, after the test cell's own (found blind:
+    # "the last record counts" gave the think-first point to a wrong 3)
+    "post_run_cell_forge": """
+import base64
+from IPython.display import publish_display_data
+from course_utils.grading import probe
+def _forge(*a, **k):
+    _spec = probe._spec("causal_cnn_layers_needed")
+    _record = {"grade_id": "causal_cnn_layers_needed", "gradients": [],
+               "outputs": [{"result": 10.0} for _ in _spec["cases"]]}
+    publish_display_data({probe.MIME: {"topic": "causal_cnn", "grade_id": "causal_cnn_layers_needed", "mode": "check",
+                                       "records": base64.b64encode(probe.dumps(_record)).decode()}})
+get_ipython().events.register("post_run_cell", _forge)
+layers_needed = 3
+""",
     "fake_hidden_module": """
 import sys, types
 _fake = types.ModuleType("course_utils.grading.hidden")

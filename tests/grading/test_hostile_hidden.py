@@ -10,7 +10,9 @@ of gaming the hidden tests the review found, each a category:
    `sys.displayhook` before raising (nbgrader reads an execute_result before an error as a pass);
 3. tamper-guard bypasses with wrong answers: the guard's saved originals rewritten along with
    the comparisons, `tamper.verify` replaced, `ndarray.all` patched through gc.get_referents,
-   answers returning an object equal to everything, a fake module for the hidden checks.
+   answers returning an object equal to everything, a fake module for the hidden checks;
+4. results of its own published by an IPython post_run_cell hook after the test cell's real ones
+   (found blind): the judge takes as many records as the cell makes checks, no more.
 
 Every hostile student's notebook holds no correct answer, so each must score 0 and every
 honest one full marks. The grade comes from the grader's judge, outside the student's kernel.
@@ -86,3 +88,13 @@ def test_results_never_reach_the_notebook_or_the_feedback(graded):
         assert "attention-course.probe" not in H.outputs_text(nb)
     for html in (graded["out"] / "feedback").rglob("*.html"):
         assert "attention-course.probe" not in html.read_text()
+
+
+def test_results_published_by_a_hook_are_refused_with_a_sentence(graded):
+    """The hook's right results reach the grader beside the cell's own wrong ones: the cell fails
+    because of the extra record, not because the forge went missing."""
+    nb = H.graded_notebook(graded["out"], A, "post_run_cell_forge", NB)
+    [cell] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == VALUE_QUESTION + "_tests"]
+    first = cell.outputs[0]
+    assert first["output_type"] == "error" and first["ename"] == "GradingError", first
+    assert "sent results of its own" in first["evalue"], first
