@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # nbgrader runs alembic (and the tests run jupyter) as commands: the environment comes first.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab release test test-cpus grade bench bundle setup clean execute
+.PHONY: lab release test test-cpus test-tools grade bench bundle setup clean execute
 
 setup: $(READY)
 
@@ -46,7 +46,12 @@ release: $(READY)
 #    timeouts, which leaves the CPU to runs 1 and 2). Its log is printed when it ends.
 # `make test-cpus` validates the outputs on every capability and thread count (slower).
 OTHER_CPU := ATEN_CPU_CAPABILITY=default COURSE_TEST_THREADS=2
-test: $(READY)
+# What make test needs beyond Python (bubblewrap, chromium, node, the hub proxy): installed with
+# apt when run as root on Debian/Ubuntu, otherwise it stops at once with the command to run.
+test-tools: $(READY)
+	@VENV=$(VENV) bash scripts/test_tools.sh
+
+test: $(READY) test-tools
 	@status=0; log=$$(mktemp); \
 	( $(BIN)/python scripts/with_default_sigint.py $(BIN)/python -m pytest tests/grading $(PYTEST_ARGS) > $$log 2>&1; echo $$? > $$log.rc ) & grading=$$!; \
 	$(BIN)/python -m pytest -n 2 --dist loadscope --ignore=tests/grading $(PYTEST_ARGS) || status=1; \

@@ -17,7 +17,7 @@ A, NB = "00_fixture", "fixture.ipynb"
 def _needs_sandbox():
     reason = H.sandbox_unavailable()
     if reason:
-        pytest.skip(f"the grading sandbox cannot run here: {reason}")
+        pytest.fail(f"the grading sandbox cannot run here: {reason} (make test-tools sets it up)")
 
 
 def test_item8b_a_second_grader_on_the_same_out_is_refused(tmp_path):

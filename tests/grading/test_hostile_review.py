@@ -64,7 +64,7 @@ def _socket_dir_code():
 def review(tmp_path_factory):
     reason = H.sandbox_unavailable()
     if reason:
-        pytest.skip(f"the grading sandbox cannot run here: {reason}")
+        pytest.fail(f"the grading sandbox cannot run here: {reason} (make test-tools sets it up)")
     root = tmp_path_factory.mktemp("review")
     course = H.make_course(root / "course")
     subs, out = root / "subs", root / "out"
@@ -276,7 +276,7 @@ def test_item5_no_script_runs_in_a_real_browser(review, tmp_path):
     from playwright.sync_api import sync_playwright
     from tests.browser.lab import CHROMIUM, CHROMIUM_FLAGS
     if not pathlib.Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing")
+        pytest.fail(f"{CHROMIUM} is missing (make test-tools installs it)")
     page_path = tmp_path / "feedback.html"
     shutil.copyfile(review.out / "feedback" / "xss" / A / "fixture.html", page_path)
     with sync_playwright() as p:

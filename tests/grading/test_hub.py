@@ -362,9 +362,7 @@ print(json.dumps(checks))
 def machine():
     missing = _missing()
     if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"the hub test must run in CI: {missing} (.ci/run installs it)")
-        pytest.skip(missing)
+        pytest.fail(f"the hub test cannot run here: {missing} (make test-tools installs it)")
     root = tempfile.mkdtemp(prefix="course-hub-", dir="/tmp")
     try:
         yield Machine(root)

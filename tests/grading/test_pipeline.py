@@ -29,7 +29,7 @@ def _class(root):
 def small(tmp_path_factory):
     reason = H.sandbox_unavailable()
     if reason:
-        pytest.skip(f"the grading sandbox cannot run here: {reason}")
+        pytest.fail(f"the grading sandbox cannot run here: {reason} (make test-tools sets it up)")
     root = tmp_path_factory.mktemp("small")
     course, subs = _class(root)
     first = H.grade(subs, root / "out", course, "--jobs", "2")
@@ -106,7 +106,7 @@ def test_serial_zip_run_matches_parallel_folder_run(small):
 @pytest.mark.slow
 def test_a_solution_that_fails_its_own_tests_stops_the_batch(tmp_path):
     if H.sandbox_unavailable():
-        pytest.skip("grading sandbox unavailable")
+        pytest.fail("the grading sandbox cannot run here (make test-tools sets it up)")
     course, subs = _class(tmp_path)
     src = course / "solutions" / A / NB
     nb = nbformat.read(src, as_version=4)
