@@ -289,13 +289,12 @@ class Batch:
             self.say(f"{assignment}: WARNING: {len(unchecked)} graded test cell(s) have no hidden "
                      f"catalogue check, so only the student's kernel says whether they passed: "
                      + ", ".join(unchecked))
-        secret = {}
+        secret = {}  # hidden lines the student has not seen (not those the release shows too)
         for nb_name in self.assignments[assignment]:
             nb = nbformat.read(os.path.join(src_dir, nb_name), as_version=4)
-            lines = []
-            for cell in nb.cells:
-                lines += redact.hidden_lines(cell.source)
-            secret[nb_name[:-6]] = lines
+            released = os.path.join(release, assignment, nb_name)
+            released = nbformat.read(released, as_version=4) if os.path.exists(released) else None
+            secret[nb_name[:-6]] = redact.secret_lines(nb, released)
         fp = worker.fingerprint([], source_fp + cases_fp + json.dumps(self.o.limits(), sort_keys=True))
         return {"template_db": db, "release_root": release, "secret_lines": secret, "fp": fp,
                 "cases_file": cases_file}

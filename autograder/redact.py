@@ -10,11 +10,17 @@ Here, before nbgrader renders the feedback:
   `TamperError` (course_utils.grading) that message is the one student-facing sentence the check
   wrote, the mistake catalogue's diagnosis included; other errors keep only their name and a
   short message;
-- any output that quotes a hidden line (a notebook can print `In[...]`) is removed, and long
+- any output that quotes a secret line (a notebook can print `In[...]`) is removed, and long
   each cell's output is cut to a small budget (CELL_TEXT characters of text, CELL_IMAGES of
   images), with a visible note where it was cut (nbgrader's LimitOutput counts lines only);
-and after rendering, `leaks()` scans the HTML for hidden lines: feedback that still quotes one is
+and after rendering, `leaks()` scans the HTML for secret lines: feedback that still quotes one is
 withheld rather than sent.
+
+Hidden regions are removed by where they are (`strip_hidden`). The text scans go by text, so
+they use `secret_lines()`: the hidden lines minus everything the student already has, i.e. any
+text visible in the release notebook (a hidden test may repeat a visible line word for word, e.g.
+the setup of the visible test it extends; counting that line as secret withheld every student's
+feedback, honest ones included).
 """
 import html
 import json
@@ -42,6 +48,26 @@ def hidden_lines(source):
         if inside and len(line.strip()) >= 12:
             lines.append(line.strip())
     return lines
+
+
+def visible_text(nb):
+    """Everything of a notebook outside its hidden-test regions: for a release, what the student
+    already has (every cell's source, markdown included)."""
+    return "\n".join(strip_hidden(cell.source) for cell in nb.cells)
+
+
+def secret_lines(source_nb, release_nb=None):
+    """The hidden lines of source_nb that the student of release_nb has not seen: the lines of
+    its hidden-test regions (`hidden_lines`) minus every one that appears anywhere in the
+    release's visible text (the scans match text, so a hidden line found inside a visible line
+    is not secret either). Without a release, every hidden line is secret."""
+    visible = visible_text(release_nb) if release_nb is not None else ""
+    secret = []
+    for cell in source_nb.cells:
+        for line in hidden_lines(cell.source):
+            if line not in visible and line not in secret:
+                secret.append(line)
+    return secret
 
 
 def strip_hidden(source):
