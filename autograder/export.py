@@ -14,12 +14,11 @@ penalty is never silent), `regrade.csv` and `history/` (regrade.py: what a rerun
 the previous run's files). The settings arrive as `batch.export_settings` (an lms.Settings, set
 by the command line from the course's config); without it nothing is mapped or penalised.
 """
-import csv
 import hashlib
 import os
 import shutil
 
-from . import lms, regrade, report
+from . import csvsafe, lms, regrade, report
 from .intake import SOLUTION_STUDENT
 
 LATE_COLUMNS = ["submitted_at", "days_late", "penalty", "final_score"]
@@ -43,11 +42,12 @@ def _template_cells(db_path):
 
 def _write(path, header, rows, failures):
     """Write a whole CSV or leave the old one: a temp file, then os.replace. A full disk is
-    reported in `failures`, never a traceback that loses every other file."""
+    reported in `failures`, never a traceback that loses every other file. Every cell goes
+    through csvsafe: no text a student controls becomes a spreadsheet formula."""
     tmp = path + ".tmp"
     try:
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh, lineterminator="\n")
+            w = csvsafe.writer(fh, lineterminator="\n")
             w.writerow(header)
             w.writerows(rows)
         os.replace(tmp, path)

@@ -41,6 +41,8 @@ import math
 import os
 import zoneinfo
 
+from . import csvsafe
+
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
 
@@ -238,7 +240,8 @@ def moodle_rows(grades, mapping, identifier="Email address"):
 
 
 def write_csv(path, rows):
+    """rows to path (whole or not at all), formula cells neutralised (csvsafe)."""
     tmp = path + ".tmp"
     with open(tmp, "w", newline="", encoding="utf-8") as fh:
-        csv.writer(fh, lineterminator="\n").writerows(rows)
+        csvsafe.writer(fh, lineterminator="\n").writerows(rows)
     os.replace(tmp, path)
