@@ -430,8 +430,9 @@ class Batch:
                                          f"({type(exc).__name__}: {str(exc)[:300]}); the CSVs and "
                                          "feedback are complete, the gradebook is unchanged"))
         self.export_failures = export.write_all(self, taken, results, graded_assignments)
-        try:  # what the class got wrong: mistakes.csv and report.html (no student names)
-            report.write(results.values(), self.out)
+        try:  # what the class got wrong: mistakes.csv, report.html, class_overview.html (instructor only)
+            report.write(results.values(), self.out, release_root=os.path.join(self.work, "course", "release"),
+                         secret_lines={a: p["secret_lines"] for a, p in self.prepared.items()})
         except Exception as exc:  # noqa: BLE001 - the grades are complete; the report is extra
             self.export_failures.append(f"report.html / mistakes.csv: {type(exc).__name__}: {str(exc)[:300]}")
         self.say("exported" if not self.export_failures else "export incomplete")
