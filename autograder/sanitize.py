@@ -11,7 +11,10 @@ binding of Rust's ammonia) with an allow-list:
   frame, SVG and meta element of the body is removed;
 - the head is rebuilt: the template's own style sheets (never student text), the title, and a
   Content-Security-Policy that forbids every script and every network load, as a second wall;
-- MathJax is dropped with the other scripts, so formulas read as their TeX text (`$\\sqrt{d_k}$`).
+- MathJax is dropped with the other scripts; feedback_page.py has already turned the formulas into
+  MathML, which browsers draw without a script. MathML passes as presentation elements with their
+  layout attributes only: no `annotation-xml` (it can hold HTML), no `maction`, no `href`, no
+  `on*`; the element's text is escaped like any other.
 """
 import html
 import re
@@ -20,8 +23,31 @@ import nh3
 
 CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; "
        "base-uri 'none'; form-action 'none'")
-_TAGS = set(nh3.ALLOWED_TAGS) - {"map", "area"}
+# MathML (from feedback_page.py's latex2mathml), presentation only.
+MATHML_TAGS = {"math", "semantics", "annotation", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace",
+               "msub", "msup", "msubsup", "mfrac", "msqrt", "mroot", "mstyle", "merror", "mpadded",
+               "mphantom", "menclose", "munder", "mover", "munderover", "mtable", "mtr", "mtd",
+               "mmultiscripts", "mprescripts", "none"}
+_MATHML_COMMON = {"mathvariant", "mathsize", "mathcolor", "mathbackground", "displaystyle",
+                  "scriptlevel", "dir"}
+MATHML_ATTRIBUTES = {tag: set(_MATHML_COMMON) for tag in MATHML_TAGS}
+MATHML_ATTRIBUTES["math"] |= {"display"}
+MATHML_ATTRIBUTES["annotation"] = {"encoding"}
+MATHML_ATTRIBUTES["mo"] |= {"stretchy", "fence", "form", "separator", "lspace", "rspace", "minsize",
+                            "maxsize", "symmetric", "largeop", "movablelimits", "accent"}
+MATHML_ATTRIBUTES["mfrac"] |= {"linethickness"}
+for _tag in ("mover", "munder", "munderover"):
+    MATHML_ATTRIBUTES[_tag] |= {"accent", "accentunder"}
+for _tag in ("mspace", "mpadded"):
+    MATHML_ATTRIBUTES[_tag] |= {"width", "height", "depth", "lspace", "voffset"}
+for _tag in ("mtable", "mtr", "mtd"):
+    MATHML_ATTRIBUTES[_tag] |= {"columnalign", "rowalign", "columnspacing", "rowspacing",
+                                "columnlines", "rowlines", "frame", "columnspan", "rowspan"}
+MATHML_ATTRIBUTES["menclose"] |= {"notation"}
+
+_TAGS = (set(nh3.ALLOWED_TAGS) - {"map", "area"}) | MATHML_TAGS
 _ATTRIBUTES = {tag: set(attrs) for tag, attrs in nh3.ALLOWED_ATTRIBUTES.items() if tag in _TAGS}
+_ATTRIBUTES.update({tag: set(attrs) for tag, attrs in MATHML_ATTRIBUTES.items()})
 _ATTRIBUTES["*"] = {"class", "id", "title", "style"}
 _ATTRIBUTES["a"] = {"href", "name"}
 _STYLE = {"color", "background-color", "text-align", "font-weight", "font-style", "font-size",

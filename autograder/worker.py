@@ -23,7 +23,7 @@ import sys
 import time
 import traceback
 
-from . import cellmeta, redact, sandbox, sanitize
+from . import cellmeta, feedback_page, redact, sandbox, sanitize
 
 KERNEL_NAME = "autograder-sandbox"
 CASES_INSIDE = "/opt/course/hidden-cases.pt"  # where the sandbox sees the hidden-test cases
@@ -320,7 +320,8 @@ def grade(task):
                             + ("" if fb.get("success") else " (nbgrader generate_feedback failed)"))
             continue
         with open(html_path, encoding="utf-8") as fh:
-            text = sanitize.clean_page(fh.read())  # nothing a student wrote may run in it
+            rows = [r for r in result["cells"] if r["notebook"] == name[:-len(".ipynb")]]
+            text = sanitize.clean_page(feedback_page.improve(fh.read(), rows))  # sanitizer last
         with open(html_path, "w", encoding="utf-8") as fh:
             fh.write(text)
         leaked = redact.leaks(text, secret.get(name[:-len(".ipynb")], []))
