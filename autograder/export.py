@@ -9,7 +9,8 @@ Columns: see autograder/README.md. `status` is `graded`, `not_submitted` or `cou
 
 Beside them: `canvas.csv` and `moodle.csv` (lms.py: the LMS's import formats, students named by
 the configured roster), the late penalty of each submission when a due date is configured (four
-more columns of grades.csv, and a line in problems.csv for each late or undated submission: a
+more columns of grades.csv, a fifth, `extension`, when students have extensions, and a line in
+problems.csv for each late or undated submission and each one an extension kept on time: a
 penalty is never silent), `regrade.csv` and `history/` (regrade.py: what a rerun changed, and
 the previous run's files). The settings arrive as `batch.export_settings` (an lms.Settings, set
 by the command line from the course's config); without it nothing is mapped or penalised.
@@ -79,8 +80,10 @@ def _submission_hash(files):
     return digest.hexdigest()
 
 
-def _late(settings, taken, grades, problems):
-    """grades.csv's late columns ({(student, assignment): [4 cells]}); problems.csv says why."""
+def _late(settings, taken, grades, problems, students=()):
+    """grades.csv's late columns ({(student, assignment): [cells]}: LATE_COLUMNS, and `extension`
+    when c.LatePolicy.extensions is set); problems.csv says why, and names an extension that
+    moved a submission from late to on time, or that names a student the run does not know."""
     policy = settings.late
     subs = {(s.student_id, s.assignment): s for s in taken.submissions}
     when = {}
@@ -94,18 +97,31 @@ def _late(settings, taken, grades, problems):
         key = (row["student_id"], row["assignment"])
         columns[key] = [row["submitted_at"], str(row["days_late"]), f"{row['penalty']:g}",
                         "" if row["final_score"] is None else f"{row['final_score']:g}"]
+        if policy.extensions:
+            columns[key].append(row["extension"])
         due = policy.due.get(row["assignment"])
         if due is None or row["status"] == "not_submitted":
             continue
         sub = subs.get(key)
+        moved = policy.due_for(*key)
+        due_text = (f"the due date {due.isoformat()}" if moved == due else
+                    f"the due date {moved.isoformat()} ({due.isoformat()} with an extension of "
+                    f"{row['extension']})")
         if key not in when:
             problems.add((*key, "no submission time is known (no timestamp.txt, not from a zip): "
                           "no late penalty was applied; check it by hand"))
         elif row["days_late"]:
             problems.add((*key, f"submitted {row['submitted_at']} (from {sub.timestamp_from}), "
-                          f"{row['days_late']} started day(s) after the due date {due.isoformat()}: "
+                          f"{row['days_late']} started day(s) after {due_text}: "
                           f"{row['penalty']:.0%} of the points taken off (score "
                           f"{_cell(row['score'])} -> final_score {_cell(row['final_score'])})"))
+        elif policy.penalty(key[1], when[key])[0]:
+            problems.add((*key, f"submitted {row['submitted_at']} (from {sub.timestamp_from}), after "
+                          f"the due date {due.isoformat()} but within the extension of "
+                          f"{row['extension']} (due {moved.isoformat()}): no late penalty"))
+    for student in sorted(set(policy.extensions) - set(students)):
+        problems.add((student, "", "c.LatePolicy.extensions gives this student an extension, but no "
+                      "such student is in this run: a misspelt id?"))
     return columns, rows
 
 
@@ -124,6 +140,14 @@ def _lms_files(settings, rows, problems):
     return {"canvas.csv": canvas, "moodle.csv": moodle}
 
 
+def _outcome(outcome):
+    """A cell's outcome as regrade.csv's text: the mistake's name, else its kind ('passed', ...);
+    report.classify gives a string or an object with `kind` and `mistake`."""
+    if isinstance(outcome, str):
+        return outcome
+    return getattr(outcome, "mistake", "") or str(getattr(outcome, "kind", outcome))
+
+
 def _record(batch, taken, results):
     """The entries of .work/graded.json (see regrade.py)."""
     files = {(s.student_id, s.assignment): s.files for s in taken.submissions}
@@ -138,7 +162,7 @@ def _record(batch, taken, results):
             exercise = c["grade_id"][:-len("_tests")] if c["grade_id"].endswith("_tests") else c["grade_id"]
             cells.append({"notebook": c["notebook"], "grade_id": c["grade_id"], "score": c["score"],
                           "message": c.get("message", ""),
-                          "outcome": report.classify(c, catalogues[assignment].get(exercise))})
+                          "outcome": _outcome(report.classify(c, catalogues[assignment].get(exercise)))})
         prepared = getattr(batch, "prepared", {}).get(assignment, {})
         entries[(student, assignment)] = {
             "student_id": student, "assignment": assignment, "status": r["status"],
@@ -216,8 +240,8 @@ def write_all(batch, taken, results, assignments):
     lms_rows = [{"student_id": g[0], "assignment": g[1], "score": float(g[2]) if g[2] else None,
                  "max_score": float(g[3]) if g[3] else 0.0, "status": g[4]} for g in grades]
     if settings.late is not None:
-        late, lms_rows = _late(settings, taken, grades, problems)
-        header += LATE_COLUMNS
+        late, lms_rows = _late(settings, taken, grades, problems, students)
+        header += LATE_COLUMNS + (["extension"] if settings.late.extensions else [])
         grades = [g + late[(g[0], g[1])] for g in grades]
     lms_files = _lms_files(settings, lms_rows, problems)
     _write(os.path.join(out, "grades.csv"), header, grades, failures)

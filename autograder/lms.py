@@ -30,15 +30,19 @@ beside nbgrader's own, in two sections nbgrader ignores:
     c.LatePolicy.per_day = 0.1                  # share of the points per started day late
     c.LatePolicy.cap = 0.5                      # at most this share
     c.LatePolicy.grace_minutes = 10
+    c.LatePolicy.extensions = {"alice": "2 days",  # every assignment; or per assignment, "*" = the rest:
+                               "bob": {"05_self_attention": "36 hours", "*": "1 day"}}
 
-A mistake there (a due date without a zone, a share above 1, a missing roster, a due date for an
-assignment the course does not have) refuses the run before anything is graded.
+A mistake there (a due date without a zone, a share above 1, a missing roster, a due date or an
+extension for an assignment the course does not have, a duration that is not one) refuses the run
+before anything is graded.
 """
 import csv
 import dataclasses
 import datetime as dt
 import math
 import os
+import re
 import zoneinfo
 
 from . import csvsafe
@@ -46,22 +50,37 @@ from . import csvsafe
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 
 
+EVERY = "*"  # in a student's extensions: every assignment
+_UNITS = {"day": 86400, "days": 86400, "d": 86400, "hour": 3600, "hours": 3600, "h": 3600,
+          "minute": 60, "minutes": 60, "min": 60, "mins": 60}
+_DURATION = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*")
+
+
 @dataclasses.dataclass(frozen=True)
 class LatePolicy:
     """`per_day` of the points are taken off for each started day late (after `grace_minutes`),
-    at most `cap` of them. Due dates are per assignment, timezone-aware ISO 8601."""
+    at most `cap` of them. Due dates are per assignment, timezone-aware ISO 8601.
+
+    `extensions` moves a student's due date: {student: {assignment or EVERY: timedelta}}. The
+    config writes a duration for every assignment (`{"alice": "2 days"}`), or one per assignment,
+    optionally with `"*"` for the rest (`{"bob": {"05_self_attention": "36 hours", "*": "1 day"}}`);
+    the assignment's own entry wins over `"*"`. Lateness (and the grace) counts from the moved date."""
 
     due: dict  # assignment -> datetime
     per_day: float = 0.1
     cap: float = 0.5
     grace_minutes: float = 0.0
+    extensions: dict = dataclasses.field(default_factory=dict)
+
+    SETTINGS = ("due", "per_day", "cap", "grace_minutes", "extensions")
 
     @classmethod
-    def from_config(cls, config):
-        unknown = set(config) - {"due", "per_day", "cap", "grace_minutes"}
+    def from_config(cls, config, assignments=None):
+        """assignments: the course's ids, to refuse a due date or an extension for one it lacks."""
+        unknown = set(config) - set(cls.SETTINGS)
         if unknown:
             raise ValueError(f"c.LatePolicy has no setting {', '.join(sorted(unknown))} "
-                             "(it has due, per_day, cap, grace_minutes)")
+                             f"(it has {', '.join(cls.SETTINGS)})")
         due = {}
         for assignment, when in dict(config.get("due") or {}).items():
             try:
@@ -70,14 +89,35 @@ class LatePolicy:
                 raise ValueError(f"c.LatePolicy.due[{assignment!r}]: {exc}") from None
             if due[assignment].tzinfo is None:
                 raise ValueError(f"c.LatePolicy.due[{assignment!r}] has no time zone")
+        _known(due, "c.LatePolicy.due", assignments)
         policy = cls(due=due, per_day=_number(config, "per_day", 0.1), cap=_number(config, "cap", 0.5),
-                     grace_minutes=_number(config, "grace_minutes", 0.0, top=None))
+                     grace_minutes=_number(config, "grace_minutes", 0.0, top=None),
+                     extensions=_extensions(config.get("extensions"), due, assignments))
         return policy
 
-    def penalty(self, assignment, submitted):
-        """(days late, share of the points taken off) for a submission time; (0, 0) when on time,
-        without a due date, or without a timestamp."""
+    def extension(self, student, assignment):
+        """The time `student` was given beyond `assignment`'s due date (a timedelta), or None."""
+        given = self.extensions.get(student) or {}
+        return given.get(assignment, given.get(EVERY))
+
+    def due_for(self, student, assignment):
+        """The due date that counts for this student: the assignment's, moved by an extension."""
         due = self.due.get(assignment)
+        extra = self.extension(student, assignment)
+        return due + extra if due is not None and extra is not None else due
+
+    def describe_extension(self, student, assignment):
+        """A student's extension in words, for any report: '' without one (or without a due
+        date), else e.g. 'extension of 2 days: due 2026-11-22T23:59:00+01:00'."""
+        extra = self.extension(student, assignment)
+        if extra is None or assignment not in self.due:
+            return ""
+        return f"extension of {format_duration(extra)}: due {self.due_for(student, assignment).isoformat()}"
+
+    def penalty(self, assignment, submitted, student=None):
+        """(days late, share of the points taken off) for a submission time; (0, 0) when on time,
+        without a due date, or without a timestamp. With `student`, their extension counts."""
+        due = self.due_for(student, assignment)
         if due is None or submitted is None:
             return 0, 0.0
         late = (submitted - due).total_seconds() - 60 * self.grace_minutes
@@ -85,6 +125,76 @@ class LatePolicy:
             return 0, 0.0
         days = math.ceil(late / 86400)
         return days, min(self.cap, days * self.per_day)
+
+
+def _known(ids, name, assignments):
+    wrong = sorted(a for a in ids if assignments is not None and a not in assignments)
+    if wrong:
+        raise ValueError(f"{name} names {', '.join(wrong)}, not an assignment of this course "
+                         f"(known: {', '.join(sorted(assignments))})")
+
+
+def parse_duration(value):
+    """'2 days', '36 hours', '90 minutes', '1 day 12 hours' (or a timedelta) as a timedelta."""
+    if isinstance(value, dt.timedelta):
+        if value < dt.timedelta(0):
+            raise ValueError(f"{value} is negative")
+        return value
+    text = str(value).strip().lower()
+    pos, seconds = 0, 0.0
+    while pos < len(text):
+        m = _DURATION.match(text, pos)
+        if not m or m.group(2) not in _UNITS:
+            break
+        seconds += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    else:
+        if text:
+            return dt.timedelta(seconds=seconds)
+    raise ValueError(f"{value!r} is not a duration (write e.g. '2 days', '36 hours', '90 minutes' "
+                     "or '1 day 12 hours')")
+
+
+def format_duration(delta):
+    """A timedelta in words, to the minute: '2 days', '1 day 12 hours', '90 minutes' -> '1 hour 30 minutes'."""
+    minutes = round(delta.total_seconds() / 60)
+    parts = []
+    for name, size in (("day", 1440), ("hour", 60), ("minute", 1)):
+        n, minutes = divmod(minutes, size)
+        if n:
+            parts.append(f"{n} {name}{'s' if n != 1 else ''}")
+    return " ".join(parts) or "0 minutes"
+
+
+def _extensions(config, due, assignments):
+    """{student: {assignment or EVERY: timedelta}} from c.LatePolicy.extensions, refused when wrong."""
+    if not config:
+        return {}
+    if not isinstance(config, dict):
+        raise ValueError("c.LatePolicy.extensions must be a dict {student: duration} or "
+                         "{student: {assignment: duration}}, not " + repr(config))
+    out = {}
+    for student, given in config.items():
+        name = f"c.LatePolicy.extensions[{student!r}]"
+        if not isinstance(student, str) or not student.strip():
+            raise ValueError(f"{name}: a student id must be a non-empty string")
+        flat = not isinstance(given, dict)
+        if flat:
+            given = {EVERY: given}
+        if not given:
+            raise ValueError(f"{name} is empty (give a duration, or {{assignment: duration}})")
+        _known([a for a in given if a != EVERY], name, assignments)
+        out[student] = {}
+        for assignment, duration in given.items():
+            where = name if flat else f"{name}[{assignment!r}]"
+            if assignment != EVERY and assignment not in due:
+                raise ValueError(f"{where}: {assignment} has no due date in c.LatePolicy.due, so an "
+                                 "extension would change nothing")
+            try:
+                out[student][assignment] = parse_duration(duration)
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
+    return out
 
 
 def _number(config, key, default, top=1.0):
@@ -130,7 +240,7 @@ class Settings:
     late: LatePolicy = None
 
     SECTIONS = {"LMSExport": {"roster", "canvas_assignment_ids", "moodle_identifier", "zip_timezone"},
-                "LatePolicy": {"due", "per_day", "cap", "grace_minutes"}}
+                "LatePolicy": set(LatePolicy.SETTINGS)}
 
     @classmethod
     def load(cls, sections, course_root, assignments=None):
@@ -162,13 +272,8 @@ class Settings:
                              "(an IANA name such as 'UTC' or 'Europe/Berlin')") from None
         late = sections.get("LatePolicy")
         if late:
-            settings.late = LatePolicy.from_config(dict(late))
-        for name, ids in (("c.LatePolicy.due", settings.late.due if settings.late else {}),
-                          ("c.LMSExport.canvas_assignment_ids", settings.canvas_ids)):
-            wrong = sorted(a for a in ids if assignments is not None and a not in assignments)
-            if wrong:
-                raise ValueError(f"{name} names {', '.join(wrong)}, not an assignment of this course "
-                                 f"(known: {', '.join(sorted(assignments))})")
+            settings.late = LatePolicy.from_config(dict(late), assignments)
+        _known(settings.canvas_ids, "c.LMSExport.canvas_assignment_ids", assignments)
         return settings
 
 
@@ -188,15 +293,19 @@ def read_mapping(path):
 
 def apply_penalties(grades, policy, submitted_at):
     """grades: [{student_id, assignment, score, max_score, status}]; submitted_at: {(student,
-    assignment): datetime}. Returns new rows with `submitted_at, days_late, penalty, final_score`."""
+    assignment): datetime}. Returns new rows with `submitted_at, days_late, penalty, final_score`,
+    and `extension` (the student's extension in words, '' without one)."""
     out = []
     for row in grades:
-        when = submitted_at.get((row["student_id"], row["assignment"]))
-        days, share = policy.penalty(row["assignment"], when) if policy else (0, 0.0)
+        student, assignment = row["student_id"], row["assignment"]
+        when = submitted_at.get((student, assignment))
+        days, share = policy.penalty(assignment, when, student) if policy else (0, 0.0)
+        extra = policy.extension(student, assignment) if policy and assignment in policy.due else None
         score = row.get("score")
         final = None if score is None else round(score - share * score, 6)
         out.append(dict(row, submitted_at=when.isoformat() if when else "", days_late=days,
-                        penalty=share, final_score=final))
+                        penalty=share, final_score=final,
+                        extension=format_duration(extra) if extra is not None else ""))
     return out
 
 
