@@ -5,6 +5,8 @@ with the comparison functions captured by the tamper guard, and raises `GradingE
 sentence: the shape expected and got, the axis whose weights do not sum to one, or the largest
 error, where it is, and the two values there.
 """
+import sys
+
 import numpy as np
 
 from . import tamper
@@ -128,3 +130,15 @@ def assert_true(condition, message):
     tamper.verify()
     if not condition:
         raise GradingError(message)
+
+
+def assert_answered(name):
+    """A think-first answer exists: `name` is bound in the notebook (the caller's globals).
+
+    An unanswered stub raises NotImplementedError and binds nothing; without this check the
+    test cell would stop on a bare NameError instead of saying what to do."""
+    tamper.verify()
+    namespace = sys._getframe(1).f_globals
+    if name not in namespace:
+        raise GradingError(f"`{name}` is not answered yet: write `{name} = ...` with your answer in the "
+                           "cell above (in place of `raise NotImplementedError()`) and run it.")

@@ -339,6 +339,11 @@ def crash_message(name, error, args, kwargs, hint=""):
               if f"{os.sep}course_utils{os.sep}" not in f.filename and "site-packages" not in f.filename]
     where = f" (line {frames[-1].lineno}: `{frames[-1].line}`)" if frames and frames[-1].line else ""
     detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    if type(error) is NotImplementedError and not detail:
+        called = describe_arguments(args, kwargs)
+        return (f"{name} is not answered yet: it still raised NotImplementedError"
+                + (f" when called with {called}" if called else "")
+                + "; replace `raise NotImplementedError()` with your code.")
     return (
         f"{name} raised {type(error).__name__}" + (f" ({detail})" if detail else "")
         + f" when called with {describe_arguments(args, kwargs)}{where}" + (f"; {hint}." if hint else ".")

@@ -1,0 +1,133 @@
+"""Which exercises pass, at a glance: the last cell of every notebook lists them.
+
+Why: test cells carry the `raises-exception` tag, so *Run All* goes on past a failing exercise
+and reaches every section; the failures are then spread over the notebook. This module
+remembers, for every cell the kernel runs, whether it raised and with which sentence (an IPython
+`post_run_cell` hook installed when `course_utils.grading` is imported), and `summary()` reads
+the notebook's own file to name each graded test cell by the exercise heading the student saw.
+
+Nothing here decides a grade: it only reports what the visible tests said in this kernel. The
+grader runs the hidden tests outside the student's kernel.
+"""
+import glob
+import html
+import json
+import os
+import re
+
+_results = {}  # a cell's source, normalised -> (passed, one-line message)
+EXERCISE_HEADING = re.compile(r"^#{2,4}\s*(Exercise\b[^\n]*)", re.MULTILINE)
+
+
+def _key(source):
+    return "\n".join(line.rstrip() for line in str(source).strip().splitlines())
+
+
+def _sentence(error):
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+def _record(result):
+    error = result.error_before_exec or result.error_in_exec
+    _results[_key(result.info.raw_cell)] = (error is None, "" if error is None else _sentence(error))
+
+
+def install():
+    """Start recording cell outcomes in this IPython kernel (once); elsewhere, do nothing."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython ships with the course
+        return False
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "events"):
+        return False
+    if getattr(shell, "_course_progress_installed", False):
+        return True
+    shell.events.register("post_run_cell", _record)
+    shell._course_progress_installed = True
+    return True
+
+
+def _notebook_path(path=None):
+    """The notebook this kernel runs: JupyterLab names it in JPY_SESSION_NAME; otherwise the one
+    notebook of the kernel's folder (every assignment folder holds one)."""
+    candidates = [path] if path else []
+    session = os.environ.get("JPY_SESSION_NAME", "")
+    if session:
+        candidates += [session, os.path.basename(session)]
+    candidates += sorted(glob.glob("*.ipynb"))
+    for candidate in candidates:
+        if candidate and candidate.endswith(".ipynb") and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def exercises(notebook):
+    """[(title, points, test cell source)] of a notebook (a dict as read from JSON), in order:
+    the title is the last `### Exercise ...` heading before the test cell."""
+    found, title = [], None
+    for cell in notebook.get("cells", []):
+        source = "".join(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown":
+            match = EXERCISE_HEADING.search(source)
+            if match:
+                title = re.sub(r"\s+", " ", match.group(1)).strip()
+            continue
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution"):
+            found.append((title or meta.get("grade_id", "an exercise"), meta.get("points", 0), source))
+    return found
+
+
+class Summary:
+    """Rows of (title, points, status, message); shows as a table in JupyterLab, text elsewhere."""
+
+    def __init__(self, rows, note=""):
+        self.rows, self.note = rows, note
+
+    def counts(self):
+        passed = [r for r in self.rows if r[2] == "passes"]
+        return len(passed), len(self.rows), sum(r[1] for r in passed), sum(r[1] for r in self.rows)
+
+    def headline(self):
+        n_pass, n, points, total = self.counts()
+        return (f"{n_pass} of {n} exercises pass their visible tests ({points:g} of {total:g} points). "
+                "The hidden tests try more cases after you submit.")
+
+    def __repr__(self):
+        lines = [self.headline()] if self.rows else []
+        for title, points, status, message in self.rows:
+            lines.append(f"  {status:>11}  {title}" + (f"\n               {message}" if message else ""))
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+    def _repr_html_(self):
+        e = html.escape
+        colour = {"passes": "#1a7f37", "fails": "#cf222e", "not run yet": "#6e7781"}
+        rows = "".join(
+            f"<tr><td style='color:{colour.get(status, '#000')};font-weight:bold;white-space:nowrap'>"
+            f"{e(status)}</td><td>{e(title)}</td><td style='white-space:pre-wrap'>{e(message)}</td></tr>"
+            for title, _, status, message in self.rows)
+        note = f"<p>{e(self.note)}</p>" if self.note else ""
+        return (f"<p><b>{e(self.headline())}</b></p><table><tr><th>status</th><th>exercise</th>"
+                f"<th>what the test said</th></tr>{rows}</table>{note}") if self.rows else note
+
+
+def summary(path=None):
+    """Each exercise of this notebook: passes, fails (with the test's sentence) or not run yet."""
+    found = _notebook_path(path)
+    if found is None:
+        return Summary([], "Could not find this notebook's file, so no summary (run the test cells above).")
+    with open(found, encoding="utf-8") as fh:
+        notebook = json.load(fh)
+    rows = []
+    for title, points, source in exercises(notebook):
+        outcome = _results.get(_key(source))
+        if outcome is None:
+            rows.append((title, points, "not run yet", ""))
+        else:
+            rows.append((title, points, "passes" if outcome[0] else "fails", outcome[1]))
+    return Summary(rows, "" if rows else "This notebook has no graded exercises.")

@@ -1,0 +1,107 @@
+"""The progress summary at the end of every notebook, in a real IPython shell: each exercise
+passes, fails with its test's sentence, or has not run; an unanswered stub says so in a sentence."""
+import json
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+from course_utils.grading import GradingError, assert_answered, call_without, progress
+
+
+def _notebook(tmp_path):
+    def md(text):
+        return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+    def code(text, grade_id=None, solution=False, points=0):
+        meta = {"nbgrader": {"grade": bool(points), "solution": solution, "grade_id": grade_id,
+                             "points": points}} if grade_id else {}
+        return {"cell_type": "code", "metadata": meta, "source": text, "outputs": [], "execution_count": None}
+
+    cells = [
+        md("### Exercise 1 · A stable softmax (2 points)\n\nWrite it."),
+        code("def f():\n    return 1", "ex_f", solution=True),
+        code("assert f() == 1", "ex_f_tests", points=2),
+        md("### Exercise 2 — think first (1 point)"),
+        code("answer = 3", "ex_answer", solution=True),
+        code("assert answer == 4, 'answer should be 4'", "ex_answer_tests", points=1),
+        md("### Exercise 3 · never run (1 point)"),
+        code("g = 1", "ex_g", solution=True),
+        code("assert g == 1", "ex_g_tests", points=1),
+    ]
+    path = tmp_path / "topic.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path, cells
+
+
+@pytest.fixture
+def shell(monkeypatch):
+    monkeypatch.setattr(progress, "_results", {})
+    shell = InteractiveShell.instance()
+    monkeypatch.setattr(shell, "_course_progress_installed", False, raising=False)
+    assert progress.install()
+    yield shell
+    shell.events.unregister("post_run_cell", progress._record)
+
+
+def test_each_exercise_passes_fails_or_has_not_run(shell, tmp_path, monkeypatch):
+    path, cells = _notebook(tmp_path)
+    for index in (1, 2, 4, 5):
+        shell.run_cell(cells[index]["source"])
+    monkeypatch.chdir(tmp_path)
+    summary = progress.summary()
+    assert [(title, status) for title, _, status, _ in summary.rows] == [
+        ("Exercise 1 · A stable softmax (2 points)", "passes"),
+        ("Exercise 2 — think first (1 point)", "fails"),
+        ("Exercise 3 · never run (1 point)", "not run yet"),
+    ]
+    assert summary.rows[1][3] == "AssertionError: answer should be 4"
+    assert summary.counts() == (1, 3, 2, 4)
+    assert "1 of 3 exercises pass" in repr(summary) and "answer should be 4" in repr(summary)
+
+
+def test_a_fixed_answer_is_seen_on_the_next_run(shell, tmp_path, monkeypatch):
+    path, cells = _notebook(tmp_path)
+    shell.run_cell("answer = 3")
+    shell.run_cell(cells[5]["source"])
+    assert progress.summary(str(path)).rows[1][2] == "fails"
+    shell.run_cell("answer = 4")
+    shell.run_cell(cells[5]["source"])
+    assert progress.summary(str(path)).rows[1][2] == "passes"
+
+
+def test_messages_are_escaped_in_html(shell, tmp_path):
+    path, cells = _notebook(tmp_path)
+    shell.run_cell("answer = '<img src=x onerror=alert(1)>'")
+    shell.run_cell("assert answer == 4, answer")
+    cells[5]["source"] = "assert answer == 4, answer"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    page = progress.summary(str(path))._repr_html_()
+    assert "<img" not in page and "&lt;img" in page
+
+
+def test_no_notebook_file_gives_a_sentence(shell, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    assert "Could not find" in repr(progress.summary())
+
+
+def test_an_unanswered_think_first_answer_is_named():
+    namespace = {"assert_answered": assert_answered}
+    with pytest.raises(GradingError, match=r"`layers_needed` is not answered yet"):
+        exec("assert_answered('layers_needed')", namespace)
+    namespace["layers_needed"] = 10
+    exec("assert_answered('layers_needed')", namespace)
+
+
+def test_an_untouched_stub_is_not_answered_yet_and_other_errors_are_not():
+    def stub(x):
+        raise NotImplementedError()
+
+    def wrong(x):
+        raise NotImplementedError("my own message")
+
+    with pytest.raises(GradingError, match=r"^`stub` is not answered yet: it still raised NotImplementedError"):
+        call_without(stub, (1.0,))
+    with pytest.raises(GradingError) as raised:
+        call_without(wrong, (1.0,))
+    assert "not answered yet" not in str(raised.value) and "my own message" in str(raised.value)
