@@ -1,5 +1,6 @@
 """A small training loop with a progress bar, shared by the notebooks that train a model."""
 import contextlib
+import functools
 import io
 import multiprocessing
 import os
@@ -52,7 +53,7 @@ def in_parallel(tasks, workers=2, models=None, stop=None, description=None):
     tasks = list(tasks)
     if models is not None and len(models) != len(tasks):
         raise ValueError(f"{len(tasks)} tasks but {len(models)} entries in models")
-    bar = progress(total=len(tasks), desc=description, disable=description is None)
+    bar = progress(total=len(tasks), desc=description, disable=description is None, unit="runs")
     with bar, torch.random.fork_rng(devices=[]), one_thread():
         if models is not None and workers > 1 and len(tasks) > 1 and _can_fork():
             _import_what_workers_would_each_import()
@@ -206,12 +207,49 @@ def grading():
 
 
 def progress(iterable=None, **kwargs):
-    """tqdm's bar: a notebook widget in JupyterLab, plain text in a terminal or under nbval."""
+    """tqdm's bar: a notebook widget in JupyterLab that turns into one line of text when it is
+    done (see `_notebook_bar`), plain text in a terminal."""
     kwargs.setdefault("leave", False)
     kwargs.setdefault("mininterval", 0.5)
+    kwargs.setdefault("unit", "steps")
     if _IN_WORKER:  # a forked worker must not write to the notebook's channels
         kwargs["disable"] = True
-    return tqdm(iterable, **kwargs)
+    bar = None if kwargs.get("disable") else _notebook_bar()
+    return (bar or tqdm)(iterable, **kwargs)
+
+
+@functools.cache
+def _notebook_bar():
+    """In a notebook kernel, tqdm's widget bar shown through a display handle: when it closes, the
+    output becomes one line of text ("training: 150 steps"). Why: a closed widget left in the
+    output shows "Error displaying widget: model not found" once the notebook is saved and opened
+    again. The line is in the output from the start (next to the widget), so a frontend without
+    widgets, and nbval, which ignores display updates, see the same text. None outside a notebook."""
+    try:
+        from tqdm.notebook import tqdm as notebook_tqdm
+    except ImportError:  # pragma: no cover - ipywidgets ships with the course
+        return None
+    if not issubclass(tqdm, notebook_tqdm):
+        return None
+
+    class NotebookBar(tqdm):
+        def __init__(self, *args, **kwargs):
+            kwargs["display"] = False
+            super().__init__(*args, **kwargs)
+            from IPython.display import display
+            self._line = f"{self.desc or 'progress'}: {self.total} {self.unit}" if self.total else (self.desc or "progress")
+            view = {"model_id": self.container.model_id, "version_major": 2, "version_minor": 0}
+            self._handle = display({"application/vnd.jupyter.widget-view+json": view, "text/plain": self._line},
+                                   raw=True, display_id=True)
+            self.displayed = True
+
+        def close(self):
+            handle, self._handle = getattr(self, "_handle", None), None
+            super().close()
+            if handle is not None:
+                handle.update({"text/plain": self._line}, raw=True)
+
+    return NotebookBar
 
 
 def train(model, batches, loss_fn, optimizer, steps, description="training"):
