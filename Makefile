@@ -10,12 +10,12 @@ PYTEST_ARGS ?=
 # nbgrader runs alembic (and the tests run jupyter) as commands: the environment comes first.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab release test test-cpus test-tools grade bench bundle setup clean execute
+.PHONY: lab lab-instructor release test test-cpus test-tools grade bench bundle setup clean execute
 
 setup: $(READY)
 
 # One stamp for the whole environment: rebuilt when the pinned dependencies change.
-$(READY): pyproject.toml
+$(READY): pyproject.toml scripts/student_lab/overrides.json
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11 (set PYTHON=...)"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
@@ -26,8 +26,15 @@ $(READY): pyproject.toml
 	$(BIN)/python scripts/setup_lab.py
 	touch $@
 
+# Students work in workspace/ (git-ignored), seeded from the release and never overwritten: the
+# release in notebooks/ is generated, so work done there could be lost or shipped. The student lab
+# leaves out the instructor's nbgrader tools (scripts/student_lab/); `make lab-instructor` has them.
 lab: $(READY)
-	$(BIN)/jupyter lab notebooks/ $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+	$(BIN)/python scripts/workspace.py notebooks workspace
+	JUPYTER_CONFIG_PATH=$(CURDIR)/scripts/student_lab $(BIN)/jupyter lab workspace/ $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
+
+lab-instructor: $(READY)
+	$(BIN)/jupyter lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 # One nbgrader process for every assignment (nbgrader globs the id): its start-up is paid once.
 release: $(READY)

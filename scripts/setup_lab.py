@@ -1,15 +1,16 @@
-"""Quiet JupyterLab defaults for the course environment.
+"""JupyterLab defaults for the course environment, from `scripts/student_lab/overrides.json`.
 
-Writes `<venv>/share/jupyter/lab/settings/overrides.json` so that JupyterLab neither fetches
-news nor checks for updates: the course runs offline, and a pop-up on first start distracts.
+Merges them into `<venv>/share/jupyter/lab/settings/overrides.json`: JupyterLab neither fetches
+news nor checks for updates (the course runs offline, and a pop-up on first start distracts),
+and it saves widget state with the notebook, so a reopened notebook shows its sliders, figures
+and progress lines instead of "Error displaying widget: model not found". The student bundle's
+Makefile copies the same file.
 """
 import json
 import pathlib
 import sys
 
-OVERRIDES = {
-    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
-}
+OVERRIDES = json.loads((pathlib.Path(__file__).parent / "student_lab" / "overrides.json").read_text())
 
 
 def main():

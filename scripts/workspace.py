@@ -1,0 +1,48 @@
+"""The student's own copies of the notebooks: `workspace/`, seeded from the release on first use.
+
+Why: `notebooks/` is generated (`make release` rewrites it, `make bundle` regenerates it), so work
+done there can be overwritten, or worse, shipped to other students. `make lab` opens
+`workspace/` instead. This script copies into it every released notebook the student does not
+have yet and never overwrites one they have: a new notebook the instructor releases later
+appears on the next `make lab`; a changed one is named, and the student's copy is kept.
+`workspace/` is ignored by git.
+
+usage: python scripts/workspace.py [RELEASE_DIR] [WORKSPACE_DIR]
+"""
+import pathlib
+import shutil
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def seed(release=ROOT / "notebooks", workspace=ROOT / "workspace"):
+    """Copy what is missing; returns (copied, kept_but_changed_in_release) relative paths."""
+    release, workspace = pathlib.Path(release), pathlib.Path(workspace)
+    copied, changed = [], []
+    for source in sorted(p for p in release.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
+        relative = source.relative_to(release)
+        target = workspace / relative
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+            copied.append(relative)
+        elif source.stat().st_mtime > target.stat().st_mtime and source.read_bytes() != target.read_bytes():
+            changed.append(relative)
+    return copied, changed
+
+
+def main(argv):
+    release = pathlib.Path(argv[1]) if len(argv) > 1 else ROOT / "notebooks"
+    workspace = pathlib.Path(argv[2]) if len(argv) > 2 else ROOT / "workspace"
+    copied, changed = seed(release, workspace)
+    print(f"Your work lives in {workspace}/ (yours alone: make release and make bundle never touch it).")
+    if copied:
+        print(f"  copied from the release: {len(copied)} file(s), e.g. {copied[0]}")
+    for relative in changed:
+        print(f"  {relative}: the release has a newer version; yours is kept. To start that notebook over, "
+              f"rename your copy and run make lab again.")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
