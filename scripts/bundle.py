@@ -1,23 +1,34 @@
 """`make bundle`: the zip a student downloads — the release, the student-safe course code, and
 the files to install it — and nothing that answers an exercise.
 
-Left out: solutions/, course_utils/reference/ (answers and mistake catalogues), tests/, the
-autograder, the gradebook. The zip is built from git's list of tracked files, so stray local
-files (a gradebook, a scratch notebook) cannot slip in.
+Built from a commit (HEAD by default), never from the working tree: `git archive` gives the
+committed files, nbgrader generates the release from the committed solutions/ afresh, and only
+that fresh release goes into the zip. So a notebook someone answered in notebooks/ (or any other
+uncommitted file) cannot reach students; uncommitted changes are named, not shipped.
 
-usage: python scripts/bundle.py dist/student-bundle.zip
+Left out: solutions/, course_utils/reference/ (answers and mistake catalogues), tests/, the
+autograder, the gradebook. A last scan refuses the zip if a solution region, a hidden test or an
+import of the reference would leak anyway.
+
+usage: python scripts/bundle.py [dist/student-bundle.zip] [--commit REV]
 """
+import argparse
+import io
+import os
 import pathlib
 import re
 import subprocess
 import sys
+import tarfile
+import tempfile
 import tomllib
 import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-STUDENT_FILES = ROOT / "scripts" / "student"
+STUDENT_FILES = pathlib.Path("scripts") / "student"
+STUDENT_LAB = pathlib.Path("scripts") / "student_lab"  # the lab without the instructor's tools
 PREFIX = "attention-course"
-INCLUDED = ("notebooks/", "course_utils/", "environment.yml")
+INCLUDED = ("course_utils/", "environment.yml")
 EXCLUDED = ("course_utils/reference/",)
 # Text that must never reach a student: solution regions, hidden tests, imports of the reference.
 SECRETS = re.compile(
@@ -26,18 +37,43 @@ SECRETS = re.compile(
 )
 
 
-def tracked_files():
-    listing = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
-    return sorted(p for p in listing.stdout.decode().split("\0") if p)
+def git(root, *args):
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, check=True).stdout
+
+
+def export_commit(root, commit, target):
+    """The files of `commit` (what git tracks, as committed) unpacked into `target`."""
+    archive = git(root, "archive", "--format=tar", commit)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+
+
+def generate_release(course):
+    """nbgrader's release of every assignment of `course`, made afresh: {relative path: bytes}."""
+    env = dict(os.environ, PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+    released = course / "notebooks"
+    subprocess.run(["rm", "-rf", str(released)], check=True)
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "[0-9][0-9]_*",
+                             "--force", "--log-level=WARN"], cwd=course, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"nbgrader could not generate the release:\n{result.stdout}\n{result.stderr}")
+    return {f"notebooks/{p.relative_to(released)}": p.read_bytes() for p in sorted(released.rglob("*"))
+            if p.is_file() and ".ipynb_checkpoints" not in p.parts}
+
+
+def uncommitted(root):
+    """Tracked files that differ from HEAD, and what git does not track under notebooks/."""
+    status = git(root, "status", "--porcelain", "--", "solutions", "notebooks", "course_utils").decode()
+    return [line[3:] for line in status.splitlines() if line.strip()]
 
 
 def selected(path):
     return path.startswith(INCLUDED) and not path.startswith(EXCLUDED) and "__pycache__" not in path
 
 
-def requirements():
-    """The runtime pins of pyproject.toml, plus nbgrader for Validate: what a student installs."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+def requirements(course):
+    """The runtime pins of pyproject.toml: what a student installs."""
+    project = tomllib.loads((course / "pyproject.toml").read_text())["project"]
     return "\n".join(project["dependencies"]) + "\n"
 
 
@@ -47,13 +83,28 @@ def secrets_in(name, data):
     return sorted({m.group(0).strip() for m in SECRETS.finditer(data.decode("utf-8", errors="replace"))})
 
 
-def build(target):
+def contents(root=ROOT, commit="HEAD"):
+    """{name in the zip: bytes} of the bundle of `commit`, with its release generated afresh."""
+    with tempfile.TemporaryDirectory(prefix="bundle-") as tmp:
+        course = pathlib.Path(tmp)
+        export_commit(root, commit, course)
+        entries = generate_release(course)
+        for path in sorted(p for p in course.rglob("*") if p.is_file()):
+            relative = path.relative_to(course).as_posix()
+            if selected(relative):
+                entries[relative] = path.read_bytes()
+        for extra in sorted((course / STUDENT_FILES).iterdir()):
+            entries[extra.name] = extra.read_bytes()
+        for extra in sorted(p for p in (course / STUDENT_LAB).rglob("*") if p.is_file()):
+            entries[f"student_lab/{extra.relative_to(course / STUDENT_LAB).as_posix()}"] = extra.read_bytes()
+        entries["requirements.txt"] = requirements(course).encode()
+    return entries
+
+
+def build(target, root=ROOT, commit="HEAD"):
     target = pathlib.Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    entries = {path: (ROOT / path).read_bytes() for path in tracked_files() if selected(path)}
-    for extra in sorted(STUDENT_FILES.iterdir()):
-        entries[extra.name] = extra.read_bytes()
-    entries["requirements.txt"] = requirements().encode()
+    entries = contents(root, commit)
     leaks = {name: found for name, data in entries.items() if (found := secrets_in(name, data))}
     if leaks:
         raise SystemExit(f"refusing to build the bundle, answers would leak: {leaks}")
@@ -63,9 +114,17 @@ def build(target):
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             bundle.writestr(info, data)
-    print(f"wrote {target} ({len(entries)} files, {target.stat().st_size // 1024} KiB)")
+    revision = git(root, "rev-parse", "--short", commit).decode().strip()
+    print(f"wrote {target} ({len(entries)} files, {target.stat().st_size // 1024} KiB), "
+          f"built from commit {revision} with the release generated afresh")
+    if commit == "HEAD" and (changed := uncommitted(root)):
+        print(f"not in the bundle (uncommitted): {', '.join(changed[:8])}" + (" ..." if len(changed) > 8 else ""))
     return target
 
 
 if __name__ == "__main__":
-    build(sys.argv[1] if len(sys.argv) > 1 else ROOT / "dist" / "student-bundle.zip")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("target", nargs="?", default=str(ROOT / "dist" / "student-bundle.zip"))
+    parser.add_argument("--commit", default="HEAD", help="the commit to build from (default: HEAD)")
+    arguments = parser.parse_args()
+    build(arguments.target, commit=arguments.commit)
