@@ -285,7 +285,8 @@ def top_mistakes(ct, n=5):
         if t.unnamed:
             k = sum(t.unnamed.values())
             found.append((k / t.total, k, t.total, t, Outcome(UNNAMED, description=t.unnamed.most_common(1)[0][0])))
-    return sorted(found, key=lambda f: (-f[0], -f[1], f[3].assignment, f[3].position, f[4].mistake))[:n]
+    return sorted(found, key=lambda f: (-f[0], -f[1], f[4].kind != MISTAKE, f[3].assignment, f[3].position,
+                                        f[4].mistake))[:n]
 
 
 # --- mistakes.csv ----------------------------------------------------------------------------
@@ -438,7 +439,7 @@ def report_html(ct):
         parts.append(f"<h2>{e(assignment)}{': ' + e(heading) if heading else ''}</h2>")
         not_graded = [s for a, _, s in ct.not_graded if a == assignment]
         parts.append(f"<p>{graded[assignment]} submission(s) graded"
-                     + (f"; {len(not_graded)} not graded ({e(', '.join(sorted(set(not_graded))))}), not counted"
+                     + (f"; {len(not_graded)} not graded ({e(', '.join(sorted({s.replace('_', ' ') for s in not_graded})))}), not counted"
                         if not_graded else "") + ".</p>")
         if not items:
             continue
@@ -479,10 +480,11 @@ OVERVIEW_STYLE = (
     "vertical-align:top;font-size:.85em}th{background:#f4f4f4;text-align:left;max-width:11em}"
     "td.n{text-align:right;white-space:nowrap}td.c{min-width:7em;max-width:12em}"
     ".score{display:block;color:#333;font-size:.85em}"
-    ".ok{background:#d9f2d9}.blank{background:#fff3c4}.mistake{background:#f8c9c4}"
-    ".wrong{background:#f3a59c}.norun{background:#cfe3f5}.ng{background:#eee;color:#555;font-style:italic}"
+    ".ok{background:#d9f2d9}.blank{background:#fff3c4}.mistake{background:#fdd0a2}"
+    ".wrong{background:#f4a3a3}.norun{background:#cfe3f5}.ng{background:#eee;color:#555;font-style:italic}"
     "code{font-size:.95em}small,.id{color:#666}.legend span{display:inline-block;padding:.1em .5em;margin-right:.4em;"
-    "border:1px solid #bbb}")
+    "border:1px solid #bbb}dl{font-size:.9em}dt{font-weight:bold;margin-top:.3em}dd{margin-left:1.5em}"
+    ".msg{font-family:monospace;font-size:1em}")
 
 
 def overview_html(ct):
@@ -492,7 +494,8 @@ def overview_html(ct):
              "Do not send it to students or publish it.</div>",
              "<h1>Class overview</h1>",
              "<p>One row per student, one column per exercise: the outcome of its graded test cell and the "
-             "points. Students with the fewest points come first. Hover a mistake or a wrong cell for its message.</p>",
+             "points. Submissions that could not be graded come first, then the students with the fewest "
+             "points. The messages are listed under each table (and shown when the pointer rests on a cell).</p>",
              "<p class='legend'>" + "".join(f"<span class='{c}'>{label}</span>" for c, label in
                                             (("ok", "passed"), ("blank", "not attempted"),
                                              ("mistake", "catalogued mistake (its short name)"),
@@ -508,6 +511,10 @@ def overview_html(ct):
             points = max((m for _, _, m in t.students.values()), default=0)
             parts.append(f"<th>{title_html(t.title)} <small>({points:g} pt)</small></th>")
         parts.append("<th>total</th></tr>")
+        for a, s, status in ct.not_graded:  # first: they need the instructor before anything else
+            if a == assignment:
+                parts.append(f"<tr><th>{e(s)}</th><td class='ng' colspan='{len(items) + 1}'>"
+                             f"not graded: {e(status.replace('_', ' '))}</td></tr>")
         for s in sorted(students, key=lambda s: (totals[s][0], s)):
             parts.append(f"<tr><th>{e(s)}</th>")
             for t in items:
@@ -522,11 +529,17 @@ def overview_html(ct):
                              f">{e(label)}<span class='score'>{score:g} / {max_score:g}</span></td>")
             got, full = totals[s]
             parts.append(f"<td class='n'>{got:g} / {full:g}</td></tr>")
-        for a, s, status in ct.not_graded:
-            if a == assignment:
-                parts.append(f"<tr><th>{e(s)}</th><td class='ng' colspan='{len(items) + 1}'>"
-                             f"not graded: {e(status.replace('_', ' '))}</td></tr>")
         parts.append("</table>")
+        named = sorted({(o.mistake, o.description) for t in items for o, _, _ in t.students.values() if o.kind == MISTAKE})
+        if named:
+            parts.append("<h3>The mistakes named above</h3><dl>" + "".join(
+                f"<dt>{e(name.replace('_', ' '))}</dt><dd>{e(sentence)}</dd>" for name, sentence in named) + "</dl>")
+        failures = [(s, t, o) for t in items for s, (o, _, _) in sorted(t.students.items())
+                    if o.kind in (UNNAMED, DID_NOT_RUN)]
+        if failures:
+            parts.append("<h3>Wrong (not named) and did not run: the messages</h3><dl>" + "".join(
+                f"<dt>{e(s)} &middot; {title_html(t.title)}</dt><dd class='msg'>{e(o.description)}</dd>"
+                for s, t, o in sorted(failures, key=lambda f: (f[0], f[1].position))) + "</dl>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

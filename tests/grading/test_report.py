@@ -132,6 +132,22 @@ def test_exercise_titles_come_from_the_headings_students_saw():
                       "x_depth": "Think first · how deep?", "x_depth_tests": "Think first · how deep?"}
 
 
+def test_an_assignment_without_release_or_catalogue_is_reported_by_its_grade_ids(tmp_path):
+    """A class graded from another course folder (the grading fixtures): no notebook here to
+    title it, no catalogue to name a mistake; blanks and wrong answers are still told apart."""
+    def result(student, message):
+        return {"student": student, "assignment": "99_elsewhere", "status": "graded",
+                "cells": [{"notebook": "elsewhere", "grade_id": "elsewhere_f_tests", "max_score": 1.0,
+                           "score": 0.0 if message else 1.0, "message": message}]}
+    results = [result("a", ""), result("b", "NotImplementedError: "), result("c", "AssertionError: ")]
+    report.write(results, str(tmp_path))
+    with open(tmp_path / "mistakes.csv", newline="") as fh:
+        rows = {r["outcome"]: r for r in csv.DictReader(fh)}
+    assert set(rows) == {"passed", "not attempted", "wrong, not named"}
+    assert {r["title"] for r in rows.values()} == {"elsewhere_f"}
+    assert "elsewhere_f" in (tmp_path / "report.html").read_text()
+
+
 def test_the_top_five_count_only_wrong_answers_and_blanks_are_counted_apart(written):
     out, _, _ = written
     page = (out / "report.html").read_text()
@@ -170,9 +186,12 @@ def test_the_class_overview_is_instructor_only_escaped_and_never_in_feedback(wri
     assert "passed" in rows["passer0"] and "6 / 6" in rows["passer0"]
     assert FIRST.name.replace("_", " ") in rows["first0"]
     assert ">wrong<" in rows["raiser0"] and "did not run" in rows["late0"]
+    listed = page.split("Wrong (not named) and did not run: the messages", 1)[1]
+    assert "raiser0" in listed and html.escape(RAISES) in listed  # readable without hovering
+    assert html.escape(FIRST.message) in page.split("The mistakes named above", 1)[1]
     assert "not graded: not submitted" in rows["absent0"] and "could not grade" in rows["broken0"]
     order = [m.group(1) for m in re.finditer(r"<tr><th>(\w+)</th>", page)]
-    assert order.index("late0") < order.index("passer0")  # who needs help comes first
+    assert order[1:3] == ["absent0", "broken0"] and order.index("late0") < order.index("passer0")  # who needs help first
 
 
 def test_no_page_quotes_a_hidden_test(tmp_path):
