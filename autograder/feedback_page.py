@@ -54,8 +54,10 @@ math[display="block"] { display: block; margin: 0.5em 0; overflow-x: auto; max-w
 _TOKEN = re.compile(r"<!--.*?-->|<(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.S)
 _TAG = re.compile(r"<\s*(/?)\s*([A-Za-z][\w:-]*)")
 _RAW = {"pre", "code", "script", "style", "textarea", "math", "kbd", "samp"}
-_MATH = re.compile(r"\$\$(?P<display>.+?)\$\$|(?<![\\$])\$(?P<inline>[^$\n]*?(?:\n(?!\n)[^$\n]*?)*)(?<!\\)\$",
-                   re.S)
+# Inline math as pandoc reads it: `$` not followed by a space opens, `$` not after a space and not
+# before a digit closes, so "costs $5 and $10" stays prose (markdown drops the backslash of `\$`).
+_MATH = re.compile(r"\$\$(?P<display>.+?)\$\$"
+                   r"|(?<![\\$])\$(?P<inline>(?!\s)[^$\n]*?(?:\n(?!\n)[^$\n]*?)*)(?<![\s\\])\$(?!\d)", re.S)
 _CHARREF = re.compile(r"&#x([0-9A-Fa-f]+);")
 _EXERCISE = re.compile(r"<h([1-6])[^>]*>(.*?)</h\1>", re.S | re.I)
 _CELL_START = re.compile(r'<div class="cell border-box-sizing')

@@ -258,3 +258,25 @@ def test_real_feedback_page_reads_in_chromium(tmp_path_factory):
                 page.screenshot(path=os.environ["FEEDBACK_SCREENSHOT"])
         finally:
             browser.close()
+
+
+def test_dollars_that_are_not_math_stay_prose():
+    page = feedback_page.improve(render(graded_notebook("\n\nIt costs \\$5 and \\$10; $x_1$ is math.\n")), ROWS)
+    assert "It costs $5 and $10; <math" in page
+
+
+@pytest.mark.parametrize("notebook", sorted(p.relative_to(H.REPO / "notebooks").as_posix()
+                                            for p in (H.REPO / "notebooks").glob("*/*.ipynb")))
+def test_every_course_formula_converts(notebook):
+    """Each released notebook's page: formulas drawn, no TeX left in the prose."""
+    nb = nbformat.read(H.REPO / "notebooks" / notebook, as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            meta["score"] = 0.0
+    raw = render(nb)
+    old, new = _prose(sanitize.clean_page(raw)), sanitize.clean_page(feedback_page.improve(raw))
+    assert "$" in old
+    assert new.count("<math") > 20
+    left = re.findall(r".{0,30}(?:\$|\\[a-zA-Z]+).{0,30}", _prose(new))
+    assert left == []
