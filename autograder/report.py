@@ -41,6 +41,7 @@ import re
 import nbformat
 
 from autograder import redact
+from autograder.intake import SOLUTION_STUDENT
 
 COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOT_RUN = ("NotRun", "Timeout", "KernelDied", "TamperError")
@@ -83,20 +84,26 @@ def _heading(line):
 def exercise_titles(nb):
     """{grade_id: title} of a notebook: every answer and test cell is titled by the exercise
     heading ("### Exercise N · Title (k points)", or "### Think first · ...") that precedes it,
-    the test cell `X_tests` by its answer cell X's. A cell with no heading before it is left out."""
-    titles, exercise_heading, any_heading = {}, None, None
+    the test cell `X_tests` by its answer cell X's. Only a heading that gives points (or starts
+    "Exercise" or "Think first") titles an exercise, until a heading of its level or above starts
+    another section: a section or notebook heading would give several exercises one name. A cell
+    with no exercise heading over it is left out (the report then shows its grade id)."""
+    titles, exercise_heading, level = {}, None, 0
     for cell in nb.cells:
         if cell.get("cell_type") == "markdown":
             for line in cell.source.splitlines():
-                if line.startswith("#"):
-                    any_heading = _heading(line)
-                    if _POINTS.search(line):
-                        exercise_heading = _heading(line)
+                depth = len(line) - len(line.lstrip("#"))
+                if not depth:
+                    continue
+                if _POINTS.search(line) or re.match(r"#+\s*(Exercise|Think first)\b", line):
+                    exercise_heading, level = _heading(line), depth
+                elif depth <= level:  # a new section ends the exercise ("#### Hint" does not)
+                    exercise_heading, level = None, 0
             continue
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if not grade_id or not (cell.metadata["nbgrader"].get("solution") or cell.metadata["nbgrader"].get("grade")):
             continue
-        title = titles.get(exercise_of(grade_id)) or exercise_heading or any_heading
+        title = titles.get(exercise_of(grade_id)) or exercise_heading
         if title:
             titles[grade_id] = title
     return titles
@@ -245,6 +252,8 @@ def tally(results, load=load_catalogue, release_root=None, secret_lines=None):
     exercises, not_graded, releases = {}, [], {}
     for result in results:
         assignment, student = result.get("assignment", ""), str(result.get("student", ""))
+        if student == SOLUTION_STUDENT:  # the batch's check of the solution, not a student
+            continue
         if result.get("status") != "graded":
             not_graded.append((assignment, student, str(result.get("status") or "not graded")))
             continue
@@ -495,7 +504,8 @@ def overview_html(ct):
              "<h1>Class overview</h1>",
              "<p>One row per student, one column per exercise: the outcome of its graded test cell and the "
              "points. Submissions that could not be graded come first, then the students with the fewest "
-             "points. The messages are listed under each table (and shown when the pointer rests on a cell).</p>",
+             "points (a submission refused at intake, e.g. not a notebook, is in problems.csv only). The "
+             "messages are listed under each table (and shown when the pointer rests on a cell).</p>",
              "<p class='legend'>" + "".join(f"<span class='{c}'>{label}</span>" for c, label in
                                             (("ok", "passed"), ("blank", "not attempted"),
                                              ("mistake", "catalogued mistake (its short name)"),

@@ -123,11 +123,17 @@ def test_exercise_titles_come_from_the_headings_students_saw():
         nbformat.v4.new_code_cell("raise NotImplementedError()", metadata={"nbgrader": {"grade_id": "x_step", "solution": True}}),
         nbformat.v4.new_markdown_cell("#### A hint, not an exercise"),
         nbformat.v4.new_code_cell("assert 1", metadata={"nbgrader": {"grade_id": "x_step_tests", "grade": True, "points": 2}}),
-        nbformat.v4.new_markdown_cell("### Think first · how deep? (1 point)"),
+        nbformat.v4.new_markdown_cell("## A section\n\n### Think first · how deep? (1 point)"),
         nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "x_depth", "solution": True}}),
         nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "x_depth_tests", "grade": True, "points": 1}}),
+        nbformat.v4.new_markdown_cell("## Another section: a heading, not an exercise's"),
+        nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "y_f", "solution": True}}),
+        nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "y_f_tests", "grade": True, "points": 1}}),
     ])
+    nb.cells.insert(0, nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": "z_first", "solution": True}}))
     titles = report.exercise_titles(nb)
+    # no exercise heading over them (none yet; a new section): the report falls back to the grade id
+    assert not {"z_first", "y_f", "y_f_tests"} & set(titles)
     assert titles == {"x_step": "Exercise 1: `rnn_step`", "x_step_tests": "Exercise 1: `rnn_step`",
                       "x_depth": "Think first · how deep?", "x_depth_tests": "Think first · how deep?"}
 
