@@ -34,7 +34,7 @@ import json
 import os
 import shutil
 
-RESULT_FILES = ("grades.csv", "grades_by_cell.csv", "problems.csv", "mistakes.csv", "report.html",
+RESULT_FILES = ("grades.csv", "grades_by_cell.csv", "problems.csv", "mistakes.csv", "report.html", "class_overview.html",
                 "canvas.csv", "moodle.csv", "regrade.csv")
 RECORD = os.path.join(".work", "graded.json")
 HEADER = ["student_id", "assignment", "old_score", "new_score", "change", "notebook", "grade_id",

@@ -69,12 +69,12 @@ def test_csv_contract(small):
 @pytest.mark.slow
 def test_the_batch_writes_the_class_report(small):
     """`make grade` also writes mistakes.csv and report.html, counted over graded students only
-    (the fixture has no catalogue, so bob's failure is uncatalogued), with no student named."""
+    (the fixture has no catalogue, so bob's failure is wrong but not named), with no student named."""
     root, _, _, first = small
     out = root / "out"
     rows = {(r["exercise"], r["outcome"]): r["students"] for r in H.read_csv(out / "mistakes.csv")}
     assert rows == {("fixture_double", "passed"): "2", ("fixture_rows", "passed"): "1",
-                    ("fixture_rows", "uncatalogued"): "1"}
+                    ("fixture_rows", "wrong, not named"): "1"}
     page = (out / "report.html").read_text()
     assert "fixture_rows" in page and not any(name in page for name in ("alice", "bob", "carol"))
 

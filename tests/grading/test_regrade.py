@@ -162,7 +162,7 @@ def test_a_regrade_says_whose_score_changed_by_how_much_and_why(tmp_path, templa
     assert list(rows[0]) == regrade.HEADER
     assert [(r["student_id"], r["old_score"], r["new_score"], r["change"], r["grade_id"], r["old_cell_score"],
              r["new_cell_score"], r["old_outcome"], r["new_outcome"], r["reason"]) for r in rows] == [
-        ("bob", "2", "5", "3", "fixture_rows_tests", "0", "3", "uncatalogued", "passed", "tests changed")]
+        ("bob", "2", "5", "3", "fixture_rows_tests", "0", "3", "wrong, not named", "passed", "tests changed")]
     assert rows[0]["old_message"] == ROWS_WRONG and rows[0]["new_message"] == ""
     # The previous files are kept, with the time of the run, byte for byte.
     kept = pathlib.Path(batch.history_kept)
