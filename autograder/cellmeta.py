@@ -7,9 +7,13 @@ student gets could_not_grade. Here, before nbgrader sees the notebook:
 
 - a cell whose grade_id is not in this notebook's release loses its nbgrader metadata (it is run
   as an ordinary cell) and the instructor is told;
-- an answer cell whose nbgrader flags were changed (marked as graded, with points, or locked)
-  gets the release's metadata back, and the instructor is told: nbgrader refuses a notebook
-  whose answer cell claims points, and the student would lose the whole grade;
+- every cell carrying a grade_id the release knows (answer, test, locked read-only, markdown
+  task cells) gets exactly the release's nbgrader metadata back, whatever the submission set
+  (solution, grade, locked, points, task, checksum, cell_type), and the cell type the release
+  has (a test cell made markdown is code again); the instructor is told
+  in one sentence per notebook. nbgrader refuses a notebook whose answer cell claims points or
+  whose test cell claims to be an answer ("Inconsistent checksums"), and the student would
+  lose the whole grade;
 - a release cell whose grade_id is missing from the submission gets its metadata back on the
   student's cell that matches it: locked cells by identical content; answer cells by position
   (the one cell of the same type between the neighbouring matched cells) or else by signature
@@ -20,8 +24,10 @@ student gets could_not_grade. Here, before nbgrader sees the notebook:
 import copy
 import re
 
-# The nbgrader settings that make a cell an answer cell; an answer cell must keep the release's.
-_FLAGS = ("grade", "solution", "locked", "points", "task")
+# The nbgrader settings that say what a cell is; a change to one of them is reported (the rest,
+# checksum and schema_version, are put back silently: nbgrader recomputes the checksum anyway).
+_BOOLS = ("grade", "solution", "locked", "task")
+_NAMED = 5  # grade_ids listed in the sentence before "…"
 _SIGNATURE = re.compile(r"^\s*(def|class)\s+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 
@@ -38,6 +44,49 @@ def _assign(cell, release_cell):
     cell.setdefault("metadata", {})["nbgrader"] = copy.deepcopy(release_cell.metadata["nbgrader"])
 
 
+def _points(meta):
+    try:
+        return float(meta.get("points"))
+    except (TypeError, ValueError):
+        return meta.get("points")
+
+
+def _changes(cell, release_cell):
+    """What a student changed in the settings that say what a cell is, in words."""
+    meta, rel = _meta(cell), _meta(release_cell)
+    what = [k for k in _BOOLS if bool(meta.get(k)) != bool(rel.get(k))]
+    if _points(meta) != _points(rel):
+        what.append("points")
+    if "cell_type" in meta and meta["cell_type"] != rel.get("cell_type", release_cell.cell_type):
+        what.append("cell_type")
+    if cell.get("cell_type") != release_cell.cell_type:
+        what.append(f"turned into a {cell.get('cell_type')} cell")
+    return what
+
+
+def _retype(cell, release_cell):
+    """Give a cell the release's cell type, as a valid cell of that type (what nbgrader's
+    OverwriteCells does too; a locked cell's source is then put back by nbgrader's checksum)."""
+    cell.cell_type = release_cell.cell_type
+    if cell.cell_type == "code":
+        cell.pop("attachments", None)
+        cell["outputs"], cell["execution_count"] = [], None
+    else:
+        cell.pop("outputs", None)
+        cell.pop("execution_count", None)
+
+
+def _changed_sentence(changed):
+    named = "; ".join(f"'{gid[:80]}': {', '.join(what)}" for gid, what in changed[:_NAMED])
+    if len(changed) > _NAMED:
+        named += "; …"
+    if len(changed) == 1:
+        return (f"the cell '{changed[0][0][:80]}' had its nbgrader settings changed "
+                f"({', '.join(changed[0][1])}); the release's were put back and it was graded as released")
+    return (f"the nbgrader settings of {len(changed)} cells had been changed ({named}); "
+            "the release's were put back and they were graded as released")
+
+
 def restore(nb, release):
     """Fix nb in place against its release; returns sentences for problems.csv."""
     problems = []
@@ -50,14 +99,22 @@ def restore(nb, release):
             problems.append(f"a cell marked '{meta['grade_id'][:80]}' does not belong to this "
                             "notebook (copied from another assignment?); it was run as an "
                             "ordinary cell")
-    answers = {_meta(c)["grade_id"]: c for c in rel_cells if _meta(c).get("solution")}
+    by_id = {_meta(c)["grade_id"]: c for c in rel_cells}
+    changed = []
     for cell in nb.cells:
         meta = _meta(cell)
-        release_cell = answers.get(meta.get("grade_id")) if meta else None
-        if release_cell is not None and any(meta.get(k) != _meta(release_cell).get(k) for k in _FLAGS):
+        release_cell = by_id.get(meta.get("grade_id")) if meta else None
+        if release_cell is None:
+            continue
+        what = _changes(cell, release_cell)
+        if meta != _meta(release_cell):
             _assign(cell, release_cell)
-            problems.append(f"the answer cell '{meta['grade_id'][:80]}' had its nbgrader settings changed "
-                            "(graded, points or locked); the release's were used")
+        if cell.get("cell_type") != release_cell.cell_type:
+            _retype(cell, release_cell)
+        if what:
+            changed.append((meta["grade_id"], what))
+    if changed:
+        problems.append(_changed_sentence(changed))
     present = {_meta(c)["grade_id"] for c in nb.cells if _meta(c) and _meta(c).get("grade_id")}
     missing = [c for c in rel_cells if _meta(c)["grade_id"] not in present]
     if not missing:
