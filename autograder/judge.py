@@ -67,9 +67,15 @@ def _exercise(topic, grade_id):
 
 
 def _records(message):
-    """The records inside one probe message, or None when they cannot be read."""
+    """The records inside one probe message, None when they cannot be read, or a
+    probe.LimitError when they go over the grader's limits (size, nesting, number of values)."""
+    text = message.get("records", "")
+    if isinstance(text, str) and len(text) > (probe.MAX_RECORD_BYTES + 2) // 3 * 4:
+        return probe.LimitError(f"are larger than {probe.MAX_RECORD_BYTES // 2**20} MB")
     try:
-        return probe.loads(base64.b64decode(str(message.get("records", "")), validate=True))
+        return probe.loads(base64.b64decode(str(text), validate=True))
+    except probe.LimitError as error:
+        return error
     except (binascii.Error, ValueError, TypeError, RuntimeError, EOFError, OSError, KeyError,
             AttributeError, __import__("pickle").UnpicklingError):
         return None
@@ -110,6 +116,9 @@ def verdict(source, messages, failed_in_kernel, cases):
                     "IPython hook, a thread) sent results of its own, so this cell cannot count as passed")
         for message in checks[grade_id]:
             records = _records(message)
+            if isinstance(records, probe.LimitError):
+                return (f"the results of `{exercise.function_name}` on the hidden test cases are too "
+                        f"large for the grader to read (they {records}), so this cell cannot count as passed")
             if records is None:
                 return f"the results of `{exercise.function_name}` on the hidden test cases could not be read"
             try:
@@ -122,7 +131,7 @@ def verdict(source, messages, failed_in_kernel, cases):
 def _named_mistake(exercise, message, spec):
     """The catalogued mistake's sentence from a diagnose record, if it names one."""
     records = _records(message) if message is not None else None
-    if records is None:
+    if records is None or isinstance(records, probe.LimitError):
         return None
     try:
         exercise.judge(records, generic=False, spec=spec)

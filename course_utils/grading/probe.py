@@ -141,10 +141,89 @@ def encode(value, depth=0):
     return {_OPAQUE: type(value).__name__}
 
 
-def decode(value, portable=False):
+# --------------------------------------------------------------------------- limits
+# What `loads` and `decode` accept, checked on what torch.load returned before anything is
+# built from it: a record of a kB can hold a list that refers to itself 2**22 ways (pickle's
+# shared references), or a stride-0 tensor of 8 stored bytes and 150 million elements. Each
+# shared reference counts as often as it is reached, and a tensor by its declared size. Real
+# records are far inside these (a few hundred kB; see MAX_RECORD_BYTES); the grader's own case
+# files (`portable=True`) get CASES_LIMITS.
+RESULT_LIMITS = {"depth": 48, "items": 1_000_000, "bytes": 64 * 2**20}
+CASES_LIMITS = {"depth": 48, "items": 20_000_000, "bytes": 2 * 2**30}
+
+
+class LimitError(ValueError):
+    """Data over RESULT_LIMITS: its message is a sentence's end ("are nested more than ...")."""
+
+
+def _check_limits(value, limits, storage_bytes=None):
+    """Raise LimitError when value, fully expanded, goes over limits (depth, items, bytes);
+    the walk visits each distinct object once (shared ones are counted by their expanded size),
+    so it is fast whatever the data claims to hold."""
+    memo, active = {}, set()
+    max_depth, max_items, max_bytes = limits["depth"], limits["items"], limits["bytes"]
+
+    def walk(node, depth):
+        if depth > max_depth:
+            raise LimitError(f"are nested more than {max_depth} levels deep")
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        if isinstance(node, torch.Tensor):
+            nbytes = int(node.numel()) * node.element_size()
+            if storage_bytes is not None and node.untyped_storage().nbytes() > storage_bytes:
+                raise LimitError("declare more stored data than they contain")
+            size = (1, nbytes)
+        elif isinstance(node, (str, bytes, bytearray)):
+            size = (1, len(node))
+        elif isinstance(node, (list, tuple, dict)):
+            if key in active:
+                raise LimitError("refer to themselves")
+            active.add(key)
+            items, nbytes = 1, 0
+            children = [c for kv in node.items() for c in kv] if isinstance(node, dict) else node
+            if len(children) > max_items:
+                raise LimitError(f"hold more than {max_items:,} values")
+            for child in children:
+                i, b = walk(child, depth + 1)
+                items, nbytes = items + i, nbytes + b
+                if items > max_items:
+                    raise LimitError(f"hold more than {max_items:,} values")
+                if nbytes > max_bytes:
+                    raise LimitError(f"hold more than {max_bytes // 2**20:,} MB of data")
+            active.discard(key)
+            if isinstance(node, dict) and _NDARRAY in node:
+                try:
+                    count = 1
+                    for n in node.get("shape", ()):
+                        count *= max(int(n), 0)
+                    itemsize = np.dtype(node[_NDARRAY]).itemsize
+                except (TypeError, ValueError, OverflowError):
+                    raise LimitError("hold an array that cannot be read") from None
+                nbytes += count * itemsize
+            size = (items, nbytes)
+        else:
+            size = (1, 8)
+        if size[0] > max_items:
+            raise LimitError(f"hold more than {max_items:,} values")
+        if size[1] > max_bytes:
+            raise LimitError(f"hold more than {max_bytes // 2**20:,} MB of data")
+        memo[key] = size
+        return size
+
+    walk(value, 0)
+
+
+def decode(value, portable=False, limits=None):
     """The inverse of `encode`, on data read back with weights_only=True. Portable objects are
     rebuilt only when `portable` (cases, on their way into the sandbox); results never build
-    anything."""
+    anything. The data is checked against `limits` (default: RESULT_LIMITS, or CASES_LIMITS when
+    portable) before anything is built: LimitError otherwise."""
+    _check_limits(value, limits or (CASES_LIMITS if portable else RESULT_LIMITS))
+    return _decode(value, portable)
+
+
+def _decode(value, portable=False):
     if isinstance(value, dict):
         if _NDARRAY in value:
             return np.frombuffer(bytes(value["data"]), dtype=np.dtype(value[_NDARRAY])).reshape(
@@ -155,11 +234,11 @@ def decode(value, portable=False):
             return Opaque(value[_OPAQUE])
         if _PORTABLE in value:
             return _rebuild(value) if portable else Opaque(value[_PORTABLE])
-        return {str(k): decode(v, portable) for k, v in value.items()}
+        return {str(k): _decode(v, portable) for k, v in value.items()}
     if isinstance(value, list):
-        return [decode(v, portable) for v in value]
+        return [_decode(v, portable) for v in value]
     if isinstance(value, tuple):
-        return tuple(decode(v, portable) for v in value)
+        return tuple(_decode(v, portable) for v in value)
     if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor:
         return value.as_subclass(torch.Tensor)
     return value
@@ -171,9 +250,20 @@ def dumps(value):
     return buffer.getvalue()
 
 
-def loads(data, portable=False):
-    """Plain data from bytes, whatever wrote them: only tensors and Python's basic types load."""
-    return decode(torch.load(io.BytesIO(data), weights_only=True, map_location="cpu"), portable)
+def loads(data, portable=False, limits=None):
+    """Plain data from bytes, whatever wrote them: only tensors and Python's basic types load.
+
+    Results (not `portable`) are refused (LimitError) when over MAX_RECORD_BYTES, when not in
+    torch.save's zip format (the legacy format allocates the storage sizes it declares), or,
+    once read, over RESULT_LIMITS; see `decode`."""
+    limits = limits or (CASES_LIMITS if portable else RESULT_LIMITS)
+    if not portable and len(data) > MAX_RECORD_BYTES:
+        raise LimitError(f"are larger than {MAX_RECORD_BYTES // 2**20} MB")
+    if not portable and bytes(data[:4]) != b"PK\x03\x04":
+        raise LimitError("are not in the format the grader reads")
+    value = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+    _check_limits(value, limits, storage_bytes=len(data))
+    return _decode(value, portable)
 
 
 def roundtrip(value):

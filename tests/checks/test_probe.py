@@ -180,3 +180,94 @@ def test_a_value_of_the_students_own_class_is_named_by_its_class():
 
     assert wrong_kind(probe.Opaque("AlwaysEqual"), 3, "your count") == (
         "your count should be an int, but it is AlwaysEqual.")
+
+
+# --------------------------------------------------------------------------- limits (issue 30)
+# The grader decodes what a student's kernel sent. A record of a kB must not be able to cost the
+# grader gigabytes or minutes: each is refused fast, with small memory, and the cell fails with
+# a sentence. Bounds are generous (this is about gigabytes and minutes, not milliseconds).
+
+def _saved(value):
+    import io
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def _with_pickle(pickled):
+    """A torch.save zip whose data.pkl is `pickled` (for what torch.save itself cannot write)."""
+    import io
+    import zipfile
+    source = zipfile.ZipFile(io.BytesIO(_saved(0)))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for info in source.infolist():
+            z.writestr(info.filename, pickled if info.filename.endswith("data.pkl") else source.read(info))
+    return out.getvalue()
+
+
+def _refused_cheaply(data):
+    import time
+    import tracemalloc
+    started = time.monotonic()
+    tracemalloc.start()
+    try:
+        with pytest.raises(probe.LimitError) as info:
+            probe.loads(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - started < 5
+    assert peak < 100 * 2**20, f"peak {peak / 2**20:.0f} MB"
+    return str(info.value)
+
+
+def test_a_shared_reference_bomb_is_refused_before_it_is_expanded():
+    bomb = [1.0]
+    for _ in range(22):  # 2**22 paths through a record of about 1.4 kB
+        bomb = [bomb, bomb]
+    data = _saved({"grade_id": "x", "outputs": [{"result": bomb}], "gradients": []})
+    assert len(data) < 4000
+    assert "values" in _refused_cheaply(data)
+
+
+def test_deep_nesting_is_refused():
+    n = 100_000  # [[[...]]] 100,000 deep: pickle builds it without recursion; nothing else may
+    data = _with_pickle(b"\x80\x02" + b"]" * n + b"a" * (n - 1) + b".")
+    assert "nested" in _refused_cheaply(data)
+    shallow = [1]
+    for _ in range(19):
+        shallow = [shallow]
+    assert probe.roundtrip(shallow) == shallow  # what encode sends (it stops at depth 20) reads back
+
+
+def test_a_stride_0_tensor_is_refused_by_its_declared_size_not_converted():
+    huge = torch.zeros(1).expand(150_000_000)  # 4 stored bytes, 600 MB once converted
+    data = _saved({"grade_id": "x", "outputs": [{"result": huge}], "gradients": []})
+    assert len(data) < 4000
+    assert "MB of data" in _refused_cheaply(data)
+    array = {"\x00ndarray": "<f8", "shape": [10**6, 10**6], "data": b"\x00" * 8}
+    assert "MB of data" in _refused_cheaply(_saved(array))
+    with pytest.raises(probe.LimitError):  # decode alone checks too
+        probe.decode({"r": [huge]})
+
+
+def test_oversized_or_legacy_format_records_are_refused_before_reading():
+    import io
+    with pytest.raises(probe.LimitError):
+        probe.loads(b"PK\x03\x04" + b"\x00" * (probe.MAX_RECORD_BYTES + 1))
+    legacy = io.BytesIO()
+    torch.save([1, 2], legacy, _use_new_zipfile_serialization=False)
+    with pytest.raises(probe.LimitError):
+        probe.loads(legacy.getvalue())
+
+
+def test_a_record_over_the_limits_fails_the_cell_with_a_sentence():
+    bomb = [1.0]
+    for _ in range(22):
+        bomb = [bomb, bomb]
+    msg = {"topic": "self_attention", "grade_id": "self_attention_softmax", "mode": probe.CHECK,
+           "records": base64.b64encode(_saved({"grade_id": "x", "outputs": [{"result": bomb}]})).decode()}
+    sentence = judge.verdict(SOURCE, [msg], False, _Cases())
+    assert sentence and "`softmax`" in sentence and "too" in sentence, sentence
+    assert judge.verdict(SOURCE, [message(right_softmax)], False, _Cases()) is None
