@@ -1,4 +1,5 @@
 """`python -m autograder grade SUBMISSIONS --out DIR ...`: the instructor's one command.
+(`gradescope` and `prairielearn` grade one submission the same way: platforms.py.)
 
 Exit codes: 0 when the batch finished (whatever the students scored), 2 when grading was
 refused (no sandbox, a solution that fails its own tests, bad arguments, another grader on the
@@ -67,11 +68,16 @@ def parser():
     g.add_argument("--regrade", action="store_true", help="regrade students already graded in OUT")
     g.add_argument("--unsafe-no-sandbox", action="store_true", help="run student code unconfined (trusted input only)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
+    from . import platforms
+    platforms.add_arguments(sub, COURSE_ROOT)  # gradescope, prairielearn: one submission each
     return p
 
 
 def main(argv=None):
     args = parser().parse_args(argv)
+    if args.command in ("gradescope", "prairielearn"):
+        from . import platforms
+        return platforms.main(args)
     if args.config and not os.path.isfile(args.config):
         print(f"autograder: grading refused: --config {args.config} does not exist", file=sys.stderr)
         return 2

@@ -1,0 +1,328 @@
+"""Gradescope and PrairieLearn: grade ONE submission with the class batch, write the platform's
+results file.
+
+`python -m autograder gradescope SUBMISSION_DIR RESULTS_JSON [--assignment ID] [--visibility V]`
+`python -m autograder prairielearn SUBMISSION_DIR RESULTS_JSON [--assignment ID]`
+
+Why it is built this way:
+- Nothing here grades. The notebook found in the submission folder is laid out as a class of one
+  (`<tmp>/submissions/student/<assignment>/<notebook>.ipynb`) and graded by `batch.Batch`, the
+  same object `python -m autograder grade` runs: intake, the solution check, the sandboxed
+  worker, the judge outside the kernel, hidden-test redaction. A platform grade can then never
+  differ from the class grade of the same notebook.
+- What the student reads is what the class report reads (`report.py`): the exercise's title from
+  the release notebook, the test cell's outcome (passed, not attempted, a catalogued mistake,
+  wrong, did not run) and the cell's first error reduced to one sentence; a message that quotes a
+  hidden-test line is withheld (`report.WITHHELD`), so no hidden test reaches a platform.
+- A notebook that cannot be graded (no course notebook in the upload, invalid JSON) is the
+  student's to fix: Gradescope gets score 0 with the reason in the top-level `output`, always
+  visible so the student can resubmit; PrairieLearn gets `gradable: false` (no attempt used).
+  A grader that refuses to grade (no sandbox, a solution that fails its own tests, a broken
+  course) writes no Gradescope results at all (Gradescope then reports an autograder failure
+  instead of recording a zero) and a `gradable: false` PrairieLearn result; the reason goes to
+  stderr for the instructor, and the exit status is 2.
+- The platforms' containers usually cannot create the namespaces bubblewrap needs. The default
+  stays "no sandbox, no grading"; `--container-fallback` grades without the sandbox only when
+  it cannot be created, relying on the container's isolation (autograder/README.md says what
+  that does and does not protect), and says so on stderr and in the results' extra data.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+from . import batch, intake, report
+
+STUDENT = "student"  # the one student of the class of one (a valid intake id)
+VISIBILITIES = ("after_due_date", "visible", "hidden", "after_published")
+
+
+class NotGradable(Exception):
+    """The upload cannot be graded; the message is for the student."""
+
+
+# --- finding the notebook ------------------------------------------------------------------------
+
+def _notebooks_in(folder):
+    """Every .ipynb under folder (relative paths), skipping what intake skips (__MACOSX, checkpoints,
+    dot files), links and non-files; shallowest first."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not intake._ignored(d) and not d.startswith(".")
+                         and not os.path.islink(os.path.join(root, d)))
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            if (name.endswith(".ipynb") and not intake._ignored(name) and not name.startswith(".")
+                    and os.path.isfile(path) and not os.path.islink(path)):
+                found.append(os.path.relpath(path, folder))
+    return sorted(found, key=lambda rel: (rel.count(os.sep), rel))
+
+
+def find_notebooks(submission_dir, assignments, chosen=None):
+    """(assignment, {notebook name: path}) of the submission.
+
+    assignments: {assignment_id: [notebook file names]} (batch.course_assignments). A file counts
+    by its name (a re-upload's `name (1).ipynb` / `name-1.ipynb` as `name.ipynb`); with `chosen`
+    only that assignment's notebooks count, and one notebook of another name is graded under the
+    assignment's name (intake says so). Raises NotGradable with a sentence for the student."""
+    if not os.path.isdir(submission_dir):
+        raise NotGradable(f"the submission folder {submission_dir} does not exist")
+    files = _notebooks_in(submission_dir)
+    wanted = {chosen: assignments[chosen]} if chosen else assignments
+    by_notebook = {}
+    for assignment, names in wanted.items():
+        for name in names:
+            by_notebook.setdefault(name, []).append(assignment)
+    matches = {}  # assignment -> {notebook: relative path}, the first (shallowest, exact) kept
+    for rel in sorted(files, key=lambda r: (os.path.basename(r) not in by_notebook, r.count(os.sep), r)):
+        name = intake._canonical(os.path.basename(rel), by_notebook)
+        for assignment in by_notebook.get(name, []):
+            matches.setdefault(assignment, {}).setdefault(name, rel)
+    expected = "; ".join(f"{a}: {', '.join(n)}" for a, n in sorted(wanted.items()))
+    if not matches:
+        if chosen and len(files) == 1 and len(assignments[chosen]) == 1:
+            return chosen, {os.path.basename(files[0]): os.path.join(submission_dir, files[0])}
+        seen = ", ".join(files[:10]) if files else "no .ipynb file at all"
+        raise NotGradable(f"No notebook of this course was found in your submission (found: {seen}). "
+                          f"Upload the notebook under its released name ({expected}) and submit again.")
+    if len(matches) > 1:
+        which = "; ".join(f"{a} ({', '.join(sorted(n))})" for a, n in sorted(matches.items()))
+        raise NotGradable(f"Your submission holds notebooks of several assignments ({which}), so "
+                          "it is not clear which one to grade: submit one assignment's notebook, "
+                          "or ask your instructor to set the assignment (--assignment).")
+    (assignment, found), = matches.items()
+    return assignment, {name: os.path.join(submission_dir, rel) for name, rel in found.items()}
+
+
+# --- grading: the class batch on a class of one -------------------------------------------------
+
+def grade_one(submission_dir, *, course_root, assignment=None, container_fallback=False,
+              unsafe_no_sandbox=False, timeout=60, wall=600, memory_gib=4.0, work=None):
+    """Grade one submission with batch.Batch. Returns a dict: status ('graded' / 'not_gradable'),
+    assignment, cells (name, grade_id, notebook, score, max_score, outcome, message), problems
+    (sentences for the student), sandboxed, seconds. Raises batch.GradingRefused (or ValueError)
+    when the grader cannot grade honestly."""
+    from . import sandbox
+
+    started = time.monotonic()
+    course_root = os.path.abspath(course_root)
+    assignments = batch.course_assignments(os.path.join(course_root, "solutions"))
+    if not assignments:
+        raise batch.GradingRefused(f"no assignments found in {os.path.join(course_root, 'solutions')}")
+    if assignment and assignment not in assignments:
+        raise batch.GradingRefused(f"unknown assignment {assignment} (known: {', '.join(assignments)})")
+    fallback_reason = None
+    if container_fallback and not unsafe_no_sandbox:
+        fallback_reason = sandbox.why_unavailable()
+        if fallback_reason:
+            print(f"autograder: the bubblewrap sandbox cannot run in this container ({fallback_reason}); "
+                  "--container-fallback: grading WITHOUT it, relying on the container's isolation",
+                  file=sys.stderr)
+    unsandboxed = unsafe_no_sandbox or bool(fallback_reason)
+    root = work or tempfile.mkdtemp(prefix="autograder-one-")
+    try:
+        try:
+            chosen, files = find_notebooks(submission_dir, assignments, assignment)
+        except NotGradable as exc:
+            return {"status": "not_gradable", "assignment": assignment or "", "cells": [],
+                    "problems": [str(exc)], "sandboxed": not unsandboxed,
+                    "seconds": round(time.monotonic() - started, 1)}
+        folder = os.path.join(root, "submissions", STUDENT, chosen)
+        os.makedirs(folder)
+        for name, path in files.items():
+            shutil.copyfile(path, os.path.join(folder, name))
+        opts = batch.Options(
+            submissions=os.path.join(root, "submissions"), out=os.path.join(root, "out"),
+            course_root=course_root, gradebook=os.path.join(root, "gradebook.db"),
+            assignments=[chosen], jobs=1, timeout=timeout, wall=wall,
+            memory_bytes=int(memory_gib * 2**30), unsafe_no_sandbox=unsandboxed, progress=False)
+        job = batch.Batch(opts)
+        results = job.run()
+        result = results.get((STUDENT, chosen))
+        problems = [_student_text(p.problem, root) for p in job.problems
+                    if p.student_id in ("", STUDENT) and p.assignment in ("", chosen)]
+        if result is not None:
+            problems += [_student_text(p, root) for p in result.get("problems", [])
+                         if _student_text(p, root) not in problems]
+        if result is None or result.get("status") != "graded":
+            return {"status": "not_gradable", "assignment": chosen, "cells": [],
+                    "problems": problems or ["the notebook could not be graded"],
+                    "sandboxed": not unsandboxed, "seconds": round(time.monotonic() - started, 1)}
+        release_root = os.path.join(job.work, "course", "release")
+        cells = _cells(result, chosen, release_root, job.prepared[chosen]["secret_lines"])
+        return {"status": "graded", "assignment": chosen, "cells": cells, "problems": problems,
+                "sandboxed": not unsandboxed, "seconds": round(time.monotonic() - started, 1)}
+    finally:
+        if work is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _student_text(text, root):
+    """A problem sentence without the grader's temporary paths."""
+    return str(text).replace(root + os.sep, "").replace(root, "")
+
+
+def _sentence(message):
+    """The cell's first error as the student reads it in the feedback: a check's own sentence
+    without its exception name (GradingError, TamperError), any other error on its first line."""
+    text = str(message or "").strip()
+    name, sep, rest = text.partition(": ")
+    if sep and name in ("GradingError", "TamperError"):
+        return report.clean(rest, 600)
+    return report.clean(text.splitlines()[0] if text else "", 300)
+
+
+def _cells(result, assignment, release_root, secret_lines):
+    """The graded test cells as the student should read them, in notebook order."""
+    catalogue = report.load_catalogue(assignment)
+    releases, rows = {}, []
+    for cell in result.get("cells", []):
+        nb = cell.get("notebook", "")
+        if nb not in releases:
+            releases[nb] = report.read_release(os.path.join(release_root, assignment, nb + ".ipynb"))
+            releases[nb].secret = tuple((secret_lines or {}).get(nb, ()))
+        release = releases[nb]
+        gid = cell["grade_id"]
+        exercise = report.exercise_of(gid)
+        message = str(cell.get("message") or "")
+        if any(line in message for line in release.secret):
+            message = report.WITHHELD
+        judged = dict(cell, message=message)
+        outcome = report.classify(judged, catalogue.get(exercise), exercise in release.blank_stubs)
+        if outcome.kind == report.PASSED:
+            text = "Passed."
+        elif outcome.kind == report.NOT_ATTEMPTED:
+            text = "Not attempted: the answer cell is still the stub as released."
+        elif message == report.WITHHELD:
+            text = "Failed (the message quoted a hidden test, so it is not shown)."
+        else:
+            text = _sentence(message) or "Failed (the test cell raised an error without a message)."
+        rows.append({"name": release.titles.get(gid) or release.titles.get(exercise) or gid,
+                     "grade_id": gid, "notebook": nb, "score": float(cell.get("score") or 0),
+                     "max_score": float(cell.get("max_score") or 0), "outcome": outcome.kind,
+                     "mistake": outcome.mistake, "message": text,
+                     "position": release.order.get(gid, 10**6)})
+    rows.sort(key=lambda r: (r["notebook"], r["position"], r["grade_id"]))
+    names = [r["name"] for r in rows]
+    for r in rows:
+        del r["position"]
+        if names.count(r["name"]) > 1:
+            r["name"] = f"{r['name']} ({r['grade_id']})"
+    return rows
+
+
+# --- the platforms' files -----------------------------------------------------------------------
+
+def _points(x):
+    return int(x) if float(x).is_integer() else round(float(x), 4)
+
+
+def gradescope_results(graded, visibility="after_due_date"):
+    """Gradescope's results.json (autograder specification) for grade_one's dict."""
+    extra = {"assignment": graded["assignment"], "sandboxed": graded["sandboxed"],
+             "seconds": graded["seconds"]}
+    if graded["status"] != "graded":
+        # The upload is the student's to fix before the deadline: shown at once, whatever
+        # the chosen visibility (it reveals nothing of the tests).
+        return {"score": 0, "output": "Your submission could not be graded: "
+                + " ".join(graded["problems"]), "visibility": "visible",
+                "stdout_visibility": "hidden", "tests": [], "extra_data": extra}
+    tests = [{"name": c["name"], "score": _points(c["score"]), "max_score": _points(c["max_score"]),
+              "status": "passed" if c["score"] >= c["max_score"] else "failed",
+              "output": c["message"], "visibility": visibility,
+              "extra_data": {"grade_id": c["grade_id"], "notebook": c["notebook"], "outcome": c["outcome"]}}
+             for c in graded["cells"]]
+    out = {"score": _points(sum(c["score"] for c in graded["cells"])), "tests": tests,
+           "visibility": visibility, "stdout_visibility": "hidden", "extra_data": extra}
+    if graded["problems"]:
+        out["output"] = "Notes from the grader: " + " ".join(graded["problems"])
+    return out
+
+
+def prairielearn_results(graded):
+    """PrairieLearn's external-grading results.json for grade_one's dict."""
+    if graded["status"] != "graded":
+        return {"gradable": False, "message": "Your submission could not be graded: "
+                + " ".join(graded["problems"]), "tests": []}
+    got = sum(c["score"] for c in graded["cells"])
+    full = sum(c["max_score"] for c in graded["cells"])
+    tests = [{"name": c["name"], "description": c["grade_id"], "points": _points(c["score"]),
+              "max_points": _points(c["max_score"]), "message": c["message"], "output": ""}
+             for c in graded["cells"]]
+    return {"gradable": True, "score": round(got / full, 6) if full else 0.0,
+            "message": (f"{_points(got)} of {_points(full)} points."
+                        + (" Notes from the grader: " + " ".join(graded["problems"]) if graded["problems"] else "")),
+            "output": "", "tests": tests}
+
+
+def write_json(path, data):
+    """Write path atomically (a half-written results file must never be read)."""
+    path = os.path.abspath(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+# --- the commands ------------------------------------------------------------------------------
+
+def add_arguments(sub, course_root):
+    for name, what in (("gradescope", "Gradescope's results.json"),
+                       ("prairielearn", "PrairieLearn's external-grading results.json")):
+        p = sub.add_parser(name, help=f"grade ONE submission folder and write {what}")
+        p.add_argument("submission_dir", help="the folder holding the student's upload")
+        p.add_argument("results_json", help="where to write the results file")
+        p.add_argument("--assignment", default=None,
+                       help="the assignment to grade (default: the one whose notebook name matches)")
+        if name == "gradescope":
+            p.add_argument("--visibility", choices=VISIBILITIES, default="after_due_date",
+                           help="when students see the tests (default after_due_date)")
+        p.add_argument("--timeout", type=int, default=60, help="per-cell timeout in seconds (default 60)")
+        p.add_argument("--wall", type=int, default=600, help="per-notebook wall limit in seconds (default 600)")
+        p.add_argument("--memory", type=float, default=4.0, help="memory limit per kernel, GiB (default 4)")
+        p.add_argument("--course-root", default=course_root, help="course folder holding solutions/")
+        p.add_argument("--container-fallback", action="store_true",
+                       help="if bubblewrap cannot create its sandbox here, grade without it, relying on "
+                            "the container's isolation (see autograder/README.md)")
+        p.add_argument("--unsafe-no-sandbox", action="store_true",
+                       help="never use the sandbox (trusted submissions only)")
+        p.set_defaults(platform=name)
+
+
+def main(args):
+    out = args.results_json
+    try:
+        graded = grade_one(args.submission_dir, course_root=args.course_root, assignment=args.assignment,
+                           container_fallback=args.container_fallback,
+                           unsafe_no_sandbox=args.unsafe_no_sandbox, timeout=args.timeout,
+                           wall=args.wall, memory_gib=args.memory)
+    except (batch.GradingRefused, ValueError, OSError) as exc:
+        print(f"autograder: grading refused: {exc}", file=sys.stderr)
+        if args.platform == "gradescope":
+            if os.path.exists(out):  # a stale file must not stand in for this grading
+                os.remove(out)
+        else:
+            write_json(out, {"gradable": False, "tests": [], "message": (
+                "The grader could not run, so your submission was not graded (this is not about "
+                "your work and uses no attempt). Your instructor has the details.")})
+        return 2
+    except KeyboardInterrupt:
+        print("autograder: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    data = (gradescope_results(graded, args.visibility) if args.platform == "gradescope"
+            else prairielearn_results(graded))
+    write_json(out, data)
+    if graded["status"] == "graded":
+        got = sum(c["score"] for c in graded["cells"])
+        full = sum(c["max_score"] for c in graded["cells"])
+        print(f"autograder: {graded['assignment']}: {got:g}/{full:g} in {graded['seconds']:.1f} s"
+              + ("" if graded["sandboxed"] else " (no sandbox)") + f"; wrote {os.path.abspath(out)}",
+              file=sys.stderr)
+    else:
+        print("autograder: not gradable: " + " ".join(graded["problems"]) + f"; wrote {os.path.abspath(out)}",
+              file=sys.stderr)
+    return 0

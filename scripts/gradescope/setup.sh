@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, while it builds the autograder image (Ubuntu), with the
+# autograder zip unpacked in /autograder/source. It installs the course there: Python 3.11, the
+# grading sandbox (bubblewrap; setpriv, prlimit and timeout come with util-linux and coreutils),
+# and a virtual environment with the course (`pip install -e .`) and PyTorch's CPU build.
+# Any other image (a PrairieLearn grader image, say) runs it the same way:
+#   COURSE=/course bash /course/setup.sh
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+COURSE="${COURSE:-$here}"
+if [ ! -f "$COURSE/pyproject.toml" ]; then COURSE=/autograder/source; fi
+if [ ! -f "$COURSE/pyproject.toml" ]; then
+    echo "setup.sh: no pyproject.toml in $here or /autograder/source: is this the course's autograder zip?" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+
+apt-get update
+apt-get install -y --no-install-recommends bubblewrap util-linux coreutils ca-certificates
+
+# Python 3.11 (the course pins it): the image's own if it has one, else Ubuntu's package
+# (22.04 has python3.11 in universe), else the deadsnakes PPA (24.04 and later).
+if ! command -v python3.11 >/dev/null 2>&1 || ! python3.11 -c "import ensurepip, venv" >/dev/null 2>&1; then
+    if ! apt-get install -y --no-install-recommends python3.11 python3.11-venv; then
+        apt-get install -y --no-install-recommends software-properties-common gpg-agent
+        add-apt-repository -y universe || true
+        add-apt-repository -y ppa:deadsnakes/ppa
+        apt-get update
+        apt-get install -y --no-install-recommends python3.11 python3.11-venv
+    fi
+fi
+
+python3.11 -m venv "$COURSE/.venv"
+pip="$COURSE/.venv/bin/pip"
+"$pip" install --no-cache-dir --upgrade pip
+# PyPI's torch for Linux is the CUDA build (gigabytes of nvidia-* wheels a grader never uses):
+# the CPU build first, from PyTorch's own index, at the course's pin.
+"$pip" install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+"$pip" install --no-cache-dir -e "$COURSE"
+
+# Fail the image build now rather than every submission later.
+"$COURSE/.venv/bin/python" -c "import torch, nbgrader, course_utils.reference, autograder.platforms; print('course installed: torch', torch.__version__)"
+"$COURSE/.venv/bin/python" -c "
+from autograder import sandbox
+why = sandbox.why_unavailable()
+print('bubblewrap sandbox:', 'available' if why is None else 'NOT available here (' + why + '); '
+      'run_autograder grades with --container-fallback, relying on the container (autograder/README.md)')"
