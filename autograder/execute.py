@@ -14,6 +14,8 @@ It is also where a test cell is judged: the results a hidden check publishes (a 
 of MIME type `probe.MIME`) are taken off the cell as they arrive and judged in this process
 when the cell ends (autograder/judge.py); a failing verdict becomes the cell's first output.
 """
+import collections
+
 import zmq
 from jupyter_core.utils import ensure_async, run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -59,7 +61,19 @@ CELL_OUTPUT_BYTES = 4 * 2**20
 # connection is dropped and re-made, and that output is lost).
 MAX_MESSAGE_BYTES = 16 * 2**20
 CUT_NOTE = "[output cut: this cell produced more than {:,} bytes of output; the rest was dropped]\n"
-# What the grader keeps of one cell's probe messages (results for the judge, never shown).
+# What the grader keeps of the whole notebook's output (printed text, displays, errors, display
+# updates, widget messages), whatever the number of cells: 100 cells of 4 MB each cost the worker
+# ~1.9 GB before (a notebook is copied several times on its way to the feedback page). The course's
+# notebooks hold well under 1 MB of output. Past it, each cell keeps one NOTEBOOK_CUT_NOTE.
+NOTEBOOK_OUTPUT_BYTES = 32 * 2**20
+NOTEBOOK_CUT_NOTE = ("[output cut: this notebook produced more than {:,} bytes of output in all; "
+                     "the rest of this cell's output was dropped]\n")
+# An error's message and traceback are kept (the cell must still fail), cut to these lengths.
+ERROR_VALUE_CHARS, ERROR_TRACEBACK_CHARS = 10_000, 20_000
+# What the grader keeps of one cell's probe messages (results for the judge, never shown). Only
+# the messages the cell's source asks for are kept (as many "check" records per exercise as it
+# makes check calls, the last "diagnose"); the others are counted, never kept, and a cell's are
+# dropped once it has been judged.
 PROBE_BYTES = 32 * 2**20
 
 
@@ -101,34 +115,121 @@ class SandboxedExecute(Execute):
     hidden_cases = Unicode("", help="The file of hidden-test cases given to the sandbox; test "
                            "cells with a hidden catalogue check are judged against it.").tag(config=True)
 
+    def reset_budgets(self):
+        """Empty the output and probe budgets (every notebook starts with the full ones)."""
+        self._output_bytes = {}
+        self._notebook_bytes, self._notebook_cut = 0, set()
+        self._probe, self._probe_bytes, self._wanted_by_cell = {}, {}, {}
+
+    def _wanted(self, cell_index):
+        """(topic, {grade_id: number of check calls}) the cell's source asks for, or None."""
+        if cell_index not in self._wanted_by_cell:
+            source = self.nb.cells[cell_index].get("source", "") if self.nb else ""
+            wanted = judge.expected(source)
+            self._wanted_by_cell[cell_index] = wanted and (
+                wanted[0], collections.Counter(judge.CHECKED.findall(source)))
+        return self._wanted_by_cell[cell_index]
+
     def _take_probe_message(self, msg, cell_index):
-        """True when msg carries hidden-check results: kept aside (within PROBE_BYTES per cell)
-        for the judge, never added to the notebook."""
+        """True when msg carries hidden-check results: kept aside for the judge (only what the
+        cell's check calls need, within PROBE_BYTES per cell), never added to the notebook."""
         data = msg.get("content", {}).get("data")
         if not isinstance(data, dict) or probe.MIME not in data:
             return False
-        used = self._probe_bytes.get(cell_index, 0) + _size(msg)
-        self._probe_bytes[cell_index] = used
-        if used <= PROBE_BYTES and msg.get("msg_type") == "display_data":
-            self._probe.setdefault(cell_index, []).append(data[probe.MIME])
+        message = data[probe.MIME]
+        wanted = self._wanted(cell_index)
+        if msg.get("msg_type") != "display_data" or not wanted or not isinstance(message, dict):
+            return True
+        topic, calls = wanted
+        grade_id, mode = message.get("grade_id"), message.get("mode")
+        if message.get("topic") != topic or grade_id not in calls or mode not in (probe.CHECK, probe.DIAGNOSE):
+            return True  # the judge ignores these: nothing kept
+        kept = self._probe.setdefault(cell_index, [])
+        same = [m for m in kept if m["grade_id"] == grade_id and m["mode"] == mode]
+        if mode == probe.CHECK and len(same) > calls[grade_id]:
+            return True  # one record too many is already kept: enough to fail the cell
+        # A record past the cell's budget, or one more than the source sends, is kept without
+        # its payload: the judge still counts it (too many records fails the cell) or says
+        # that the results could not be read.
+        stub = {"topic": topic, "grade_id": grade_id, "mode": mode, "records": ""}
+        used = self._probe_bytes.get(cell_index, 0)
+        size = _size(msg)
+        if (mode == probe.CHECK and len(same) == calls[grade_id]) or used + size > PROBE_BYTES:
+            message = stub
+        else:
+            self._probe_bytes[cell_index] = used + size
+            message = {"topic": topic, "grade_id": grade_id, "mode": mode,
+                       "records": message.get("records", "")}
+        if mode == probe.DIAGNOSE:  # the judge reads the last one only
+            for old in same:
+                kept.remove(old)
+                self._probe_bytes[cell_index] -= len(str(old.get("records", "")))
+        kept.append(message)
+        return True
+
+    def _over_notebook_budget(self, outs, size, cell_index):
+        """Count size against the notebook's budget; True (and one note per cell) when over."""
+        self._notebook_bytes += size
+        if self._notebook_bytes <= NOTEBOOK_OUTPUT_BYTES:
+            return False
+        if cell_index not in self._notebook_cut and outs is not None:
+            self._notebook_cut.add(cell_index)
+            outs.append(NotebookNode(output_type="stream", name="stdout",
+                                     text=NOTEBOOK_CUT_NOTE.format(NOTEBOOK_OUTPUT_BYTES)))
         return True
 
     def output(self, outs, msg, display_id, cell_index):
-        """nbclient's output handler, with a byte budget per cell (see CELL_OUTPUT_BYTES)."""
+        """nbclient's output handler, with a byte budget per cell (see CELL_OUTPUT_BYTES) and
+        one for the whole notebook (NOTEBOOK_OUTPUT_BYTES)."""
         if msg.get("msg_type") in ("display_data", "update_display_data", "execute_result") and \
                 self._take_probe_message(msg, cell_index):
             return None
+        if msg.get("msg_type") == "error":  # always kept (the cell fails), never unbounded
+            content = msg.get("content", {})
+            content["evalue"] = str(content.get("evalue", ""))[:ERROR_VALUE_CHARS]
+            lines, left = [], ERROR_TRACEBACK_CHARS
+            for line in reversed(list(content.get("traceback") or [])[-200:]):
+                line = str(line)[-left:] if left > 0 else ""
+                if not line:
+                    break
+                lines.insert(0, line)
+                left -= len(line)
+            content["traceback"] = lines
+            self._notebook_bytes += len(content["evalue"]) + ERROR_TRACEBACK_CHARS - left
+            return super().output(outs, msg, display_id, cell_index)
         if msg.get("msg_type") not in ("stream", "display_data", "execute_result"):
             return super().output(outs, msg, display_id, cell_index)
         used = self._output_bytes.get(cell_index, 0)
         size = _size(msg)
         self._output_bytes[cell_index] = used + size
         if used + size <= CELL_OUTPUT_BYTES:
+            if self._over_notebook_budget(outs, size, cell_index):
+                return None
             return super().output(outs, msg, display_id, cell_index)
         if used <= CELL_OUTPUT_BYTES:  # the first message over budget leaves one note
             outs.append(NotebookNode(output_type="stream", name="stdout",
                                      text=CUT_NOTE.format(CELL_OUTPUT_BYTES)))
         return None
+
+    def _update_display_id(self, display_id, msg):
+        """A display update replaces the data of every output with that id (in any cell): it
+        counts once per output it would change, and past the notebook's budget it is dropped."""
+        data = msg.get("content", {}).get("data")
+        if isinstance(data, dict) and probe.MIME in data:
+            return None
+        targets = sum(len(v) for v in self._display_id_map.get(display_id, {}).values())
+        if targets and self._over_notebook_budget(None, _size(msg) * targets, None):
+            return None
+        return super()._update_display_id(display_id, msg)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        """Widget messages (their state is saved with the notebook) share the notebook's budget."""
+        content = msg.get("content", {})
+        size = len(str(content.get("data", ""))[:NOTEBOOK_OUTPUT_BYTES + 1]) + sum(
+            len(b) for b in msg.get("buffers") or [])
+        if self._over_notebook_budget(None, size, None):
+            return None
+        return super().handle_comm_msg(outs, msg, cell_index)
 
     async def async_start_new_kernel_client(self):
         make = self.km.client
@@ -154,8 +255,7 @@ class SandboxedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None
-        self._output_bytes = {}
-        self._probe, self._probe_bytes = {}, {}
+        self.reset_budgets()
         self._cases = judge.Cases(self.hidden_cases) if self.hidden_cases else None
         try:
             nb, resources = super().preprocess(nb, resources, km=km)
@@ -182,6 +282,13 @@ class SandboxedExecute(Execute):
             cell.outputs = [_error("NotRun", "This cell was not run: " + self._stopped + ".")]
             return cell, resources
         cell["_autograder_seen"] = True
+        try:
+            return self._run_cell(cell, resources, index)
+        finally:  # a cell's probe messages are not kept past its own judging
+            self._probe.pop(index, None)
+            self._probe_bytes.pop(index, None)
+
+    def _run_cell(self, cell, resources, index):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
             meta = cell.get("metadata", {}).get("nbgrader", {})

@@ -344,11 +344,65 @@ def _clean_up(task):
             shutil.rmtree(path, ignore_errors=True)
 
 
+# The worker's own memory limit, the last line of defence behind the output and probe budgets
+# (execute.py) and the record limits (probe.py): an address-space limit (RLIMIT_AS, soft only,
+# so the kernel's prlimit can still set its own) of what the worker had after its imports plus
+# the kernel's --memory plus WORKER_HEADROOM_BYTES. Going over it raises MemoryError in the
+# worker: that student is could_not_grade with MEMORY_PROBLEM in problems.csv, the worker
+# exits after answering (the batch starts a fresh one) and the other students are graded.
+WORKER_HEADROOM_BYTES = 2**30
+MEMORY_PROBLEM = ("grading this submission needed more memory than the grader allows itself "
+                  "({:.1f} GiB; its output or hidden-test results were too large), so it was not "
+                  "graded: look at the notebook by hand")
+_BASE = {}
+
+
+def _address_space():
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _limit_own_memory(task):
+    """Set the worker's address-space limit for this task; return it in bytes (0: none)."""
+    base = _BASE.setdefault("vm", _address_space())
+    if not base:
+        return 0
+    limit = base + int(task["limits"]["memory_bytes"]) + WORKER_HEADROOM_BYTES
+    test = os.environ.get("AUTOGRADER_TEST_WORKER_MEMORY_MB", "")  # tests only: "student:MB"
+    if test.partition(":")[0] == task["student"]:
+        limit = _address_space() + int(test.partition(":")[2]) * 2**20
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    return limit
+
+
+def _memory_result(task, limit, log=""):
+    return {"student": task["student"], "assignment": task["assignment"],
+            "fingerprint": task["fingerprint"], "status": "could_not_grade", "cells": [],
+            "feedback": {}, "problems": [MEMORY_PROBLEM.format(limit / 2**30)], "log": log[-4000:],
+            "worker_memory_exceeded": True}
+
+
 def run_task(task):
     if os.environ.get("AUTOGRADER_TEST_CRASH_ON") == task["student"]:
         os._exit(70)  # tests only: a worker that dies (say, killed by the OOM killer)
+    limit = 0
     try:
+        limit = _limit_own_memory(task)
         result = grade(task)
+        if limit and result.get("status") == "could_not_grade" and "MemoryError" in result.get("log", ""):
+            result = _memory_result(task, limit, result.get("log", ""))
+    except MemoryError:
+        result = None  # built below, once what the grading held is freed
+        mem_log = traceback.format_exc()[-4000:]
     except Exception as exc:  # noqa: BLE001 - reported, never fatal to the batch
         result = {"student": task["student"], "assignment": task["assignment"],
                   "fingerprint": task["fingerprint"], "status": "could_not_grade", "cells": [],
@@ -358,6 +412,8 @@ def run_task(task):
         os.environ.pop(sandbox.ENV_VAR, None)
         os.environ.pop("COURSE_HIDDEN_CASES", None)
         _clean_up(task)
+    if result is None:
+        result = _memory_result(task, limit, mem_log)
     # The worker's peak memory so far (a student printing gigabytes must not raise it much).
     result["worker_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
     os.makedirs(task["shard"], exist_ok=True)
@@ -389,6 +445,8 @@ def main():
         result = run_task(task)
         out.write(json.dumps({"done": task["shard"], "status": result["status"]}) + "\n")
         out.flush()
+        if result.get("worker_memory_exceeded"):
+            os._exit(0)  # a fresh worker for the next student (the batch starts one)
 
 
 def fingerprint(paths, extra=""):
