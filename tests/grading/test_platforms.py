@@ -1,0 +1,313 @@
+"""Gradescope and PrairieLearn: `python -m autograder gradescope|prairielearn` grade one upload
+folder through the class batch and write the platform's results file (autograder/platforms.py).
+
+Four gradings of the fixture assignment (right, wrong, blank, hostile; each also grades the
+solution first, as every batch does), the rest without grading: uploads that cannot be graded,
+a grader that refuses, the notebook finder, run_autograder's arguments, the zip builder, and
+`bash -n` on the Gradescope scripts.
+"""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+
+import nbformat
+import pytest
+
+import grading_helpers as H
+
+A, NB = "00_fixture", "fixture.ipynb"
+GRADESCOPE_DIR = H.REPO / "scripts" / "gradescope"
+SECRETS = ("secret_marker", "BEGIN HIDDEN TESTS", "default_rng(1234)", "default_rng(99)", "_x + _x.mean()")
+
+# The documented fields (Gradescope's autograder specification; PrairieLearn's external grading).
+GS_TOP = {"score", "execution_time", "output", "output_format", "test_output_format",
+          "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
+GS_TEST = {"score", "max_score", "status", "name", "name_format", "number", "output",
+           "output_format", "tags", "visibility", "extra_data"}
+GS_VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
+PL_TOP = {"gradable", "score", "message", "output", "images", "tests"}
+PL_TEST = {"name", "description", "points", "max_points", "message", "output", "images"}
+
+
+def check_gradescope(data):
+    assert set(data) <= GS_TOP, set(data) - GS_TOP
+    assert isinstance(data["score"], (int, float)) and data["score"] >= 0
+    assert data["stdout_visibility"] == "hidden"
+    assert data["visibility"] in GS_VISIBILITY
+    for t in data["tests"]:
+        assert set(t) <= GS_TEST, set(t) - GS_TEST
+        assert isinstance(t["name"], str) and t["name"]
+        assert isinstance(t["output"], str) and t["output"]
+        assert 0 <= t["score"] <= t["max_score"]
+        assert t["visibility"] in GS_VISIBILITY and t["status"] in ("passed", "failed")
+    if data["tests"]:
+        assert data["score"] == pytest.approx(sum(t["score"] for t in data["tests"]))
+    else:
+        assert data["output"]  # a could-not-grade result says why
+    json.dumps(data, allow_nan=False)
+
+
+def check_prairielearn(data):
+    assert set(data) <= PL_TOP, set(data) - PL_TOP
+    assert isinstance(data["gradable"], bool)
+    if not data["gradable"]:
+        assert data["message"]
+        return
+    assert 0.0 <= data["score"] <= 1.0
+    for t in data["tests"]:
+        assert set(t) <= PL_TEST, set(t) - PL_TEST
+        assert isinstance(t["name"], str) and t["name"] and isinstance(t["message"], str)
+        assert 0 <= t["points"] <= t["max_points"]
+    full = sum(t["max_points"] for t in data["tests"])
+    assert data["score"] == pytest.approx(sum(t["points"] for t in data["tests"]) / full)
+    json.dumps(data, allow_nan=False)
+
+
+def run(platform, upload, results, course, *extra, timeout=600):
+    env = dict(os.environ, PYTHONPATH=str(H.REPO))
+    started = time.monotonic()
+    proc = subprocess.run([H.PYTHON, "-m", "autograder", platform, str(upload), str(results),
+                           "--course-root", str(course), *extra], cwd=str(H.REPO), env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    proc.seconds = time.monotonic() - started
+    return proc
+
+
+def upload(root, name, nb, filename=NB, sub=""):
+    folder = root / "uploads" / name / sub
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / filename)
+    return root / "uploads" / name
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The four gradings, once: {name: (CompletedProcess, results dict)}."""
+    reason = H.sandbox_unavailable()
+    if reason:
+        pytest.fail(f"the grading sandbox cannot run here: {reason} (make test-tools sets it up)")
+    root = tmp_path_factory.mktemp("platforms")
+    course = H.make_course(root / "course")
+    right = H.honest(course, A, NB)
+    wrong = H.honest(course, A, NB)  # test_hostile.py's "diagnosed": a named mistake on hidden cases only
+    H.cell(wrong, "fixture_double").source = (
+        "def double(x):\n    x = np.asarray(x, dtype=float)\n"
+        "    return 2 * x if len(x) == 3 else x + x.mean()\n")
+    blank = H.release(course, A, NB)
+    hostile = H.honest(course, A, NB)  # test_hostile.py's "patch_numpy": wrong answer, patched checks
+    H.cell(hostile, "fixture_double").source = (
+        "def double(x):\n    return np.asarray(x, dtype=float)\n"
+        "np.allclose = lambda *a, **k: True\nnp.testing.assert_allclose = lambda *a, **k: None\n")
+    runs = {
+        # Gradescope puts the upload in /autograder/submission; a zip upload may nest a folder.
+        "right": ("gradescope", upload(root, "right", right), ["--visibility", "visible"]),
+        "wrong": ("prairielearn", upload(root, "wrong", wrong), []),
+        "blank": ("gradescope", upload(root, "blank", blank, filename="fixture (1).ipynb", sub="hw"), []),
+        "hostile": ("gradescope", upload(root, "hostile", hostile), ["--assignment", A]),
+    }
+    found = {}
+    for name, (platform, folder, extra) in runs.items():
+        results = root / "results" / name / "results.json"
+        proc = run(platform, folder, results, course, *extra)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        found[name] = (proc, json.loads(results.read_text()))
+        print(f"{platform} {name}: {proc.seconds:.1f} s", file=sys.stderr)
+    return found
+
+
+@pytest.mark.slow
+def test_right_scores_full_marks_on_gradescope(graded):
+    proc, data = graded["right"]
+    check_gradescope(data)
+    assert data["score"] == 5 and data["visibility"] == "visible"
+    assert [(t["name"], t["score"], t["max_score"], t["output"], t["visibility"]) for t in data["tests"]] == [
+        ("fixture_double_tests", 2, 2, "Passed.", "visible"), ("fixture_rows_tests", 3, 3, "Passed.", "visible")]
+    assert "output" not in data  # nothing to note
+    assert data["extra_data"]["sandboxed"] is True
+    assert "00_fixture: 5/5" in proc.stderr
+
+
+@pytest.mark.slow
+def test_wrong_gets_the_named_mistake_on_prairielearn_and_no_hidden_test(graded):
+    _, data = graded["wrong"]
+    check_prairielearn(data)
+    assert data["gradable"] is True and data["score"] == pytest.approx(0.6)
+    tests = {t["description"]: t for t in data["tests"]}
+    assert tests["fixture_double_tests"]["points"] == 0
+    assert tests["fixture_double_tests"]["message"] == "You added the mean instead of doubling."
+    assert tests["fixture_rows_tests"]["points"] == 3 and tests["fixture_rows_tests"]["max_points"] == 3
+    text = json.dumps(data)
+    assert not any(s in text for s in SECRETS)
+
+
+@pytest.mark.slow
+def test_blank_scores_zero_as_not_attempted(graded):
+    """The release as given (uploaded as a re-upload copy in a subfolder): zero, not attempted,
+    tests hidden until the due date by default."""
+    _, data = graded["blank"]
+    check_gradescope(data)
+    assert data["score"] == 0 and data["visibility"] == "after_due_date"
+    assert [t["output"] for t in data["tests"]] == ["Not attempted: the answer cell is still the stub as released."] * 2
+    assert {t["extra_data"]["outcome"] for t in data["tests"]} == {"not attempted"}
+    assert all(t["visibility"] == "after_due_date" for t in data["tests"])
+
+
+@pytest.mark.slow
+def test_hostile_keeps_its_class_verdict(graded):
+    """Patching numpy's comparisons gains nothing here either (test_hostile.py: 0 points, tampering named)."""
+    _, data = graded["hostile"]
+    check_gradescope(data)
+    assert data["score"] == 0
+    assert "Tampering detected" in data["output"] and "numpy.allclose" in data["output"]
+    assert all(t["status"] == "failed" for t in data["tests"])
+
+
+@pytest.mark.slow
+def test_no_result_quotes_a_hidden_test_or_a_grader_path(graded):
+    for name, (_, data) in graded.items():
+        text = json.dumps(data)
+        assert not any(s in text for s in SECRETS), name
+        assert "autograder-one-" not in text and "/tmp" not in text, name
+
+
+def test_an_upload_without_a_course_notebook_is_told_why(tmp_path):
+    """No grading happens: the finder refuses first. Gradescope: score 0 and the reason, shown
+    at once whatever the visibility; PrairieLearn: not gradable (no attempt used)."""
+    course = tmp_path / "course"
+    shutil.copytree(H.FIXTURE, course / "solutions")
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), folder / "my_homework.ipynb")
+    (folder / "notes.txt").write_text("hello")
+    gs = run("gradescope", folder, tmp_path / "gs.json", course)
+    assert gs.returncode == 0, gs.stderr
+    data = json.loads((tmp_path / "gs.json").read_text())
+    check_gradescope(data)
+    assert data["score"] == 0 and data["tests"] == [] and data["visibility"] == "visible"
+    assert "No notebook of this course was found" in data["output"] and "fixture.ipynb" in data["output"]
+    assert "my_homework.ipynb" in data["output"]
+    pl = run("prairielearn", folder, tmp_path / "pl.json", course)
+    assert pl.returncode == 0, pl.stderr
+    data = json.loads((tmp_path / "pl.json").read_text())
+    check_prairielearn(data)
+    assert data["gradable"] is False and "No notebook of this course was found" in data["message"]
+
+
+def test_a_grader_that_refuses_writes_no_gradescope_score(tmp_path):
+    """A broken set-up must not record zeros: Gradescope gets no results.json (an autograder
+    failure; a stale file is removed), PrairieLearn a not-gradable result; exit status 2."""
+    course = tmp_path / "course"
+    shutil.copytree(H.FIXTURE, course / "solutions")
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    (tmp_path / "gs.json").write_text('{"score": 100}')
+    gs = run("gradescope", folder, tmp_path / "gs.json", course, "--assignment", "99_nope")
+    assert gs.returncode == 2 and "unknown assignment 99_nope" in gs.stderr
+    assert not (tmp_path / "gs.json").exists()
+    pl = run("prairielearn", folder, tmp_path / "pl.json", course, "--assignment", "99_nope")
+    assert pl.returncode == 2
+    data = json.loads((tmp_path / "pl.json").read_text())
+    check_prairielearn(data)
+    assert data["gradable"] is False and "99_nope" not in data["message"]
+
+
+def test_the_notebook_is_found_by_its_released_name(tmp_path):
+    from autograder.platforms import NotGradable, find_notebooks
+    course = {"01_a": ["alpha.ipynb"], "02_b": ["beta.ipynb"], "03_c": ["shared.ipynb"],
+              "04_d": ["shared.ipynb"]}
+
+    def put(*names):
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        for n in names:
+            (folder / n).parent.mkdir(parents=True, exist_ok=True)
+            (folder / n).write_text("{}")
+        return folder
+
+    folder = put("__MACOSX/alpha.ipynb", "sub/beta (1).ipynb", ".ipynb_checkpoints/alpha.ipynb")
+    assert find_notebooks(folder, course) == ("02_b", {"beta.ipynb": str(folder / "sub/beta (1).ipynb")})
+    folder = put("alpha.ipynb", "beta.ipynb")
+    with pytest.raises(NotGradable, match="several assignments .*01_a.*02_b"):
+        find_notebooks(folder, course)
+    assert find_notebooks(folder, course, "02_b")[0] == "02_b"
+    folder = put("shared.ipynb")
+    with pytest.raises(NotGradable, match="several assignments"):
+        find_notebooks(folder, course)
+    assert find_notebooks(folder, course, "04_d") == ("04_d", {"shared.ipynb": str(folder / "shared.ipynb")})
+    folder = put("homework.ipynb")  # one notebook of another name: graded as the chosen assignment's
+    assert find_notebooks(folder, course, "01_a") == ("01_a", {"homework.ipynb": str(folder / "homework.ipynb")})
+    with pytest.raises(NotGradable, match="No notebook of this course.*homework.ipynb"):
+        find_notebooks(folder, course)
+    folder = put("alpha.ipynb", "deeper/alpha.ipynb", "alpha-1.ipynb")  # the exact, shallowest copy
+    assert find_notebooks(folder, course)[1] == {"alpha.ipynb": str(folder / "alpha.ipynb")}
+
+
+def test_run_autograder_passes_the_zip_settings(tmp_path):
+    """run_autograder's command line, with a stand-in for the course's Python."""
+    source = tmp_path / "source"
+    (source / ".venv" / "bin").mkdir(parents=True)
+    fake = source / ".venv" / "bin" / "python"
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$PWD" "$@" > "$ARGS_OUT"\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, AUTOGRADER_SOURCE=str(source), ARGS_OUT=str(tmp_path / "args"))
+
+    def args(conf):
+        if conf is not None:
+            (source / "gradescope.conf").write_text(conf)
+        subprocess.run([str(GRADESCOPE_DIR / "run_autograder")], env=env, check=True)
+        return (tmp_path / "args").read_text().splitlines()
+
+    assert args(None) == [str(source), "-m", "autograder", "gradescope", "/autograder/submission",
+                          "/autograder/results/results.json", "--visibility", "after_due_date",
+                          "--container-fallback"]
+    assert args("assignment=05_self_attention\nvisibility=visible\nsandbox=required\n")[4:] == [
+        "/autograder/submission", "/autograder/results/results.json", "--visibility", "visible",
+        "--assignment", "05_self_attention"]
+
+
+def test_gradescope_scripts_are_valid_bash_and_executable():
+    for name in ("setup.sh", "run_autograder"):
+        path = GRADESCOPE_DIR / name
+        assert os.access(path, os.X_OK), name
+        r = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    setup = (GRADESCOPE_DIR / "setup.sh").read_text()
+    assert "torch==2.13.0" in setup and "download.pytorch.org/whl/cpu" in setup
+    assert "bubblewrap" in setup and "pip\" install --no-cache-dir -e" in setup
+
+
+def test_the_zip_is_built_from_the_commit_not_the_working_tree(tmp_path):
+    """A clone with uncommitted edits and local files (gradebook.db, workspace/, dist/): none ship."""
+    sys.path.insert(0, str(H.REPO))
+    from scripts import build_gradescope_zip as B
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(H.REPO), str(clone)], check=True)
+    (clone / "gradebook.db").write_text("grades")
+    (clone / "workspace" / A).mkdir(parents=True)
+    (clone / "workspace" / A / NB).write_text("{}")
+    (clone / "dist").mkdir()
+    (clone / "dist" / "old.zip").write_text("old")
+    (clone / "autograder" / "platforms.py").write_text("UNCOMMITTED")
+    (clone / "course_utils" / "stray.py").write_text("UNTRACKED")
+    out, n, _ = B.build(tmp_path / "gs.zip", root=clone, assignment="05_self_attention")
+    with zipfile.ZipFile(out) as zf:
+        names = zf.namelist()
+        infos = {i.filename: i for i in zf.infolist()}
+        assert names[:3] == ["setup.sh", "run_autograder", "gradescope.conf"] and len(names) == n
+        for name in ("setup.sh", "run_autograder"):
+            assert (infos[name].external_attr >> 16) & 0o111 == 0o111, name
+        assert zf.read("gradescope.conf").decode().splitlines() == [
+            "assignment=05_self_attention", "visibility=after_due_date", "sandbox=fallback"]
+        for needed in ("pyproject.toml", "README.md", "autograder/platforms.py", "autograder/__main__.py",
+                       "course_utils/__init__.py", "course_utils/reference/__init__.py",
+                       "solutions/05_self_attention/self_attention.ipynb",
+                       "notebooks/05_self_attention/self_attention.ipynb"):
+            assert needed in names, needed
+        assert any(n.startswith("course_utils/reference/mistakes/") for n in names)
+        assert zf.read("autograder/platforms.py") != b"UNCOMMITTED"
+        assert not [n for n in names if n.split("/")[0] in ("workspace", "dist", "tests", ".venv")
+                    or n.endswith(("gradebook.db", ".pyc")) or n == "course_utils/stray.py"]
