@@ -71,3 +71,58 @@ def test_the_secret_scan_can_fail(tmp_path):
 def test_no_saved_widget_state(path):
     nb = nbformat.read(path, as_version=4)
     assert "widgets" not in nb.metadata, f"run `python scripts/strip_widget_state.py {path.relative_to(ROOT)}`"
+
+
+@pytest.mark.parametrize("path", sorted(RELEASE.rglob("*.ipynb")), ids=str)
+def test_run_all_goes_past_every_exercise(path):
+    """JupyterLab's Run All stops at a cell that raises unless it is tagged `raises-exception`:
+    every graded test cell, and every answer cell whose stub raises where it stands (a think-first
+    value), carries the tag, and the notebook ends with the summary of its exercises."""
+    import re
+    nb = nbformat.read(path, as_version=4)
+    untagged = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        meta = cell.metadata.get("nbgrader", {})
+        is_test = meta.get("grade") and not meta.get("solution")
+        raises_where_it_stands = meta.get("solution") and re.search(r"^raise NotImplementedError", cell.source, re.M)
+        if (is_test or raises_where_it_stands) and "raises-exception" not in cell.metadata.get("tags", []):
+            untagged.append(meta.get("grade_id"))
+    assert not untagged, f"tag these cells `raises-exception` in solutions/ (then make release): {untagged}"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert code[-1].source.strip() == "grading.progress.show()", "the last cell must list the exercises"
+
+
+@pytest.mark.parametrize("path", sorted(RELEASE.rglob("*.ipynb")), ids=str)
+def test_an_unanswered_think_first_question_says_so(path):
+    """A think-first answer's stub raises before it binds its name; its test starts by saying
+    'not answered yet' instead of stopping on a bare NameError."""
+    import re
+    nb = nbformat.read(path, as_version=4)
+    cells = [c for c in nb.cells if c.cell_type == "code"]
+    for answer, test in zip(cells, cells[1:]):
+        if answer.metadata.get("nbgrader", {}).get("solution") and re.search(r"^raise NotImplementedError", answer.source, re.M):
+            assert re.match(r'grading\.assert_answered\("\w+"\)', test.source), test.source[:120]
+
+
+IPYTHON_HISTORY = ("_oh", "_ih", "_dh", "Out", "In", "_ii", "_iii")
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("solutions/*/*.ipynb")), ids=str)
+def test_no_cell_rebinds_ipythons_history(path):
+    """`_oh = ...` in a test cell (03 had one) makes every later cell that ends in a value fail
+    in IPython's display hook ("can't assign a ... to a torch.FloatTensor")."""
+    import ast
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        names = {t.id for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 for t in ast.walk(t) if isinstance(t, ast.Name)}
+        assert not names & set(IPYTHON_HISTORY), f"a cell rebinds {names & set(IPYTHON_HISTORY)}: {cell.source[:80]}"

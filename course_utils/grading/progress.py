@@ -16,7 +16,8 @@ import os
 import re
 
 _results = {}  # a cell's source, normalised -> (passed, one-line message)
-EXERCISE_HEADING = re.compile(r"^#{2,4}\s*(Exercise\b[^\n]*)", re.MULTILINE)
+# The heading above an exercise, as the student sees it: "### Exercise 2 · ..." or "### Think first · ...".
+EXERCISE_HEADING = re.compile(r"^#{2,4}\s*((?:Exercise|Think first)\b[^\n]*)", re.MULTILINE)
 
 
 def _key(source):
@@ -66,7 +67,7 @@ def _notebook_path(path=None):
 
 def exercises(notebook):
     """[(title, points, test cell source)] of a notebook (a dict as read from JSON), in order:
-    the title is the last `### Exercise ...` heading before the test cell."""
+    the title is the last exercise heading (EXERCISE_HEADING) before the test cell."""
     found, title = [], None
     for cell in notebook.get("cells", []):
         source = "".join(cell.get("source", ""))
@@ -114,6 +115,14 @@ class Summary:
         note = f"<p>{e(self.note)}</p>" if self.note else ""
         return (f"<p><b>{e(self.headline())}</b></p><table><tr><th>status</th><th>exercise</th>"
                 f"<th>what the test said</th></tr>{rows}</table>{note}") if self.rows else note
+
+
+def show(path=None):
+    """Display the summary (the last cell of every notebook calls this). Through `display`, not
+    as the cell's value: a notebook that rebinds IPython's output history (`_oh`, `Out`) would
+    otherwise break the display of any value."""
+    from IPython.display import display
+    display(summary(path))
 
 
 def summary(path=None):

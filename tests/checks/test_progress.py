@@ -105,3 +105,12 @@ def test_an_untouched_stub_is_not_answered_yet_and_other_errors_are_not():
     with pytest.raises(GradingError) as raised:
         call_without(wrong, (1.0,))
     assert "not answered yet" not in str(raised.value) and "my own message" in str(raised.value)
+
+
+def test_show_displays_even_when_the_output_history_was_rebound(shell, tmp_path, monkeypatch):
+    path, cells = _notebook(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    shell.run_cell("import torch\n_oh = torch.zeros(3)")
+    result = shell.run_cell("from course_utils.grading import progress\nprogress.show()")
+    assert result.success, result.error_in_exec
+    shell.run_cell("_oh = {}")

@@ -1,0 +1,114 @@
+"""The first hour of a student, in the student's lab (`make lab`'s configuration) on the untouched
+release: Restart and Run All reaches the last cell of every notebook, with only the graded test
+cells (and the think-first answers still to write) failing, each in one sentence; the last cell
+lists every exercise; a reopened notebook renders its widgets; the instructor's tools are absent."""
+import json
+import pathlib
+import time
+
+import nbformat
+import pytest
+
+from tests.browser.lab import STEP_TIMEOUT_MS, Notebook, jupyterlab, prepare_root
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+STUDENT_LAB = ROOT / "scripts" / "student_lab"
+RELEASED = sorted(str(p.relative_to(ROOT / "notebooks")) for p in (ROOT / "notebooks").glob("*/*.ipynb"))
+
+
+@pytest.fixture(scope="module")
+def student_lab(tmp_path_factory):
+    """JupyterLab as `make lab` starts it, over an untouched copy of the release."""
+    work = tmp_path_factory.mktemp("student-lab")
+    root = prepare_root(work, ROOT / "notebooks", ROOT / "solutions", filled=False)
+    with jupyterlab(root, work, env={"JUPYTER_CONFIG_PATH": str(STUDENT_LAB)}) as url:
+        yield url, root
+
+
+def restart_and_run_all(notebook):
+    notebook.menu("Kernel", "Restart Kernel and Run All Cells…")
+    notebook.page.click(".jp-Dialog .jp-mod-accept")
+    notebook.wait_all_executed()
+
+
+def saved(notebook, path, previous_mtime):
+    """Save, and wait until the file on disk is newer than `previous_mtime`; return it read."""
+    notebook.save()
+    deadline = time.monotonic() + 60
+    while path.stat().st_mtime <= previous_mtime and time.monotonic() < deadline:
+        notebook.page.wait_for_timeout(200)
+    assert path.stat().st_mtime > previous_mtime, "the notebook was not saved"
+    return nbformat.read(path, as_version=4)
+
+
+def _kind(cell):
+    meta = cell.metadata.get("nbgrader", {})
+    if meta.get("grade") and not meta.get("solution"):
+        return "test"
+    if meta.get("solution"):
+        return "answer"
+    return "demo"
+
+
+@pytest.mark.parametrize("path", RELEASED)
+def test_restart_and_run_all_reaches_the_last_cell(page, student_lab, path):
+    url, root = student_lab
+    file = root / path
+    before = file.stat().st_mtime
+    notebook = Notebook(page, url, path)
+    restart_and_run_all(notebook)
+    nb = saved(notebook, file, before)
+
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "Run All stopped before the last cell"
+    tests = [c for c in code if _kind(c) == "test"]
+    for cell in code:
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if _kind(cell) == "demo":
+            assert not errors, f"a demo cell failed on the untouched release: {errors[0].ename}: {errors[0].evalue}"
+        elif _kind(cell) == "answer":
+            assert not errors or (errors[0].ename == "NotImplementedError" and "raise NotImplementedError" in cell.source)
+        else:
+            assert len(errors) == 1, f"an unanswered exercise's test must fail: {cell.metadata['nbgrader']['grade_id']}"
+            error = errors[0]
+            assert error.ename == "GradingError" and "\n" not in error.evalue.strip(), (error.ename, error.evalue)
+            assert "not answered yet" in error.evalue, error.evalue
+
+    summary = "".join(o.get("data", {}).get("text/plain", "") for o in code[-1].outputs)
+    assert f"0 of {len(tests)} exercises pass" in summary, summary
+    assert summary.count("fails") == len(tests), summary
+    # The page shows the summary at the end, where Run All leaves the student.
+    assert f"0 of {len(tests)} exercises pass" in notebook.code_cell(len(code) - 1).inner_text()
+
+
+def test_a_reopened_notebook_renders_its_widgets(page, student_lab):
+    """Progress bars and sliders after a save and a reload: never 'Error displaying widget'."""
+    url, root = student_lab
+    path = "08_masking_transformer/masking_transformer.ipynb"  # training bars and sliders
+    file = root / path
+    before = file.stat().st_mtime
+    notebook = Notebook(page, url, path)
+    notebook.run_all()
+    saved(notebook, file, before)
+    page.reload()
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=STEP_TIMEOUT_MS)
+    notebook.wait_idle()
+    page.wait_for_function("() => document.querySelectorAll('.jp-OutputArea-output').length > 0")
+    page.wait_for_timeout(2000)  # let the widget renderers settle: what the student sees
+    text = page.locator(".jp-Notebook").inner_text()
+    assert "Error displaying widget" not in text
+    assert "language models:" in text or "training" in text
+
+
+def test_the_student_lab_has_no_instructor_tools(page, student_lab):
+    url, _ = student_lab
+    notebook = Notebook(page, url, RELEASED[0])
+    menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+    assert "File" in menus and "Nbgrader" not in menus, menus
+    sidebar = " ".join(page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
+        "tabs => tabs.map(t => (t.getAttribute('title') || '') + ' ' + t.textContent)"))
+    assert "Create Assignment" not in sidebar and "nbgrader" not in sidebar.lower(), sidebar
+    assert page.locator("button:has-text('Validate'), [title*='Validate']").count() >= 1
+    status = page.evaluate("async () => (await fetch('/formgrader')).status")
+    assert status == 404
+    del notebook
