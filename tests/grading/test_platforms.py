@@ -311,3 +311,39 @@ def test_the_zip_is_built_from_the_commit_not_the_working_tree(tmp_path):
         assert zf.read("autograder/platforms.py") != b"UNCOMMITTED"
         assert not [n for n in names if n.split("/")[0] in ("workspace", "dist", "tests", ".venv")
                     or n.endswith(("gradebook.db", ".pyc")) or n == "course_utils/stray.py"]
+
+
+def test_a_real_notebook_reads_as_in_the_class_report():
+    """No grading: a result.json as the worker writes it for 05, turned into what the student
+    reads: the release's exercise titles, the catalogue's sentence, not attempted, a message
+    quoting a hidden line withheld, a non-grading error on one line."""
+    from autograder import platforms, redact, report
+    a, nb = "05_self_attention", "self_attention"
+    secret = redact.secret_lines(nbformat.read(H.REPO / "solutions" / a / f"{nb}.ipynb", as_version=4),
+                                 nbformat.read(H.REPO / "notebooks" / a / f"{nb}.ipynb", as_version=4))
+    mistake = report.load_catalogue(a)["self_attention_attention_numpy"].mistakes[0]
+    quoted = next(line for line in secret if len(line) > 20)
+    cells = [("self_attention_softmax_tests", 2, 2, ""),
+             ("self_attention_attention_numpy_tests", 0, 2, f"GradingError: {mistake.message}"),
+             ("self_attention_sdpa_torch_tests", 0, 2, "NotImplementedError: "),
+             ("self_attention_self_attention_tests", 0, 2, f"NameError: {quoted}"),
+             ("self_attention_flops_tests", 0, 1, "ValueError: shapes differ\n  File secret.py, line 3")]
+    result = {"cells": [{"notebook": nb, "grade_id": g, "score": s, "max_score": m, "message": msg}
+                        for g, s, m, msg in cells]}
+    rows = {r["grade_id"]: r for r in platforms._cells(result, a, str(H.REPO / "notebooks"), {nb: secret})}
+    assert rows["self_attention_softmax_tests"]["name"] == "Exercise 1 · A stable softmax"
+    assert rows["self_attention_softmax_tests"]["message"] == "Passed."
+    numpy_row = rows["self_attention_attention_numpy_tests"]
+    assert numpy_row["name"] == "Exercise 2 · Attention in NumPy"
+    assert numpy_row["message"] == report.clean(mistake.message, 600)
+    assert (numpy_row["outcome"], numpy_row["mistake"]) == ("mistake", mistake.name)
+    assert rows["self_attention_sdpa_torch_tests"]["outcome"] == "not attempted"
+    assert quoted not in json.dumps(rows)
+    assert rows["self_attention_self_attention_tests"]["message"].startswith("Failed (the message quoted a hidden test")
+    assert rows["self_attention_flops_tests"]["message"] == "ValueError: shapes differ"
+    data = platforms.gradescope_results({"status": "graded", "assignment": a, "cells": list(rows.values()),
+                                         "problems": [], "sandboxed": True, "seconds": 1.0}, "hidden")
+    check_gradescope(data)
+    check_prairielearn(platforms.prairielearn_results(
+        {"status": "graded", "assignment": a, "cells": list(rows.values()), "problems": [],
+         "sandboxed": True, "seconds": 1.0}))
