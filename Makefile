@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # nbgrader runs alembic (and the tests run jupyter) as commands: the environment comes first.
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab lab-instructor release test test-cpus test-tools grade bench bundle setup clean execute
+.PHONY: lab lab-instructor release test test-cpus test-tools grade bench bundle gradescope setup clean execute
 
 setup: $(READY)
 
@@ -89,6 +89,10 @@ bench: $(READY)
 
 bundle: $(READY)
 	$(BIN)/python scripts/bundle.py dist/student-bundle.zip
+
+# The Gradescope autograder zip, from the last commit: make gradescope [ASSIGNMENT=05_self_attention]
+gradescope: $(READY)
+	$(BIN)/python scripts/build_gradescope_zip.py $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT))
 
 clean:
 	rm -rf $(VENV) dist .pytest_cache
