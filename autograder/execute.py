@@ -184,7 +184,10 @@ class SandboxedExecute(Execute):
         if msg.get("msg_type") in ("display_data", "update_display_data", "execute_result") and \
                 self._take_probe_message(msg, cell_index):
             return None
-        if msg.get("msg_type") == "error":  # always kept (the cell fails), never unbounded
+        if msg.get("msg_type") == "error":  # kept (the cell fails), never unbounded
+            if self._notebook_bytes > NOTEBOOK_OUTPUT_BYTES and any(
+                    o.get("output_type") == "error" for o in outs):
+                return None  # one error per cell is enough to fail it
             content = msg.get("content", {})
             content["evalue"] = str(content.get("evalue", ""))[:ERROR_VALUE_CHARS]
             lines, left = [], ERROR_TRACEBACK_CHARS

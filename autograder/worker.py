@@ -348,8 +348,10 @@ def _clean_up(task):
 # (execute.py) and the record limits (probe.py): an address-space limit (RLIMIT_AS, soft only,
 # so the kernel's prlimit can still set its own) of what the worker had after its imports plus
 # the kernel's --memory plus WORKER_HEADROOM_BYTES. Going over it raises MemoryError in the
-# worker: that student is could_not_grade with MEMORY_PROBLEM in problems.csv, the worker
-# exits after answering (the batch starts a fresh one) and the other students are graded.
+# worker: that student is could_not_grade with MEMORY_PROBLEM in problems.csv, what the grading
+# held is freed with it, and the worker goes on with the next student (each task sets the limit
+# afresh). Should the worker die instead (a C library aborting), the batch reports that
+# student alone and starts a new worker.
 WORKER_HEADROOM_BYTES = 2**30
 MEMORY_PROBLEM = ("grading this submission needed more memory than the grader allows itself "
                   "({:.1f} GiB; its output or hidden-test results were too large), so it was not "
@@ -413,6 +415,8 @@ def run_task(task):
         os.environ.pop("COURSE_HIDDEN_CASES", None)
         _clean_up(task)
     if result is None:
+        import gc
+        gc.collect()
         result = _memory_result(task, limit, mem_log)
     # The worker's peak memory so far (a student printing gigabytes must not raise it much).
     result["worker_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
@@ -445,8 +449,6 @@ def main():
         result = run_task(task)
         out.write(json.dumps({"done": task["shard"], "status": result["status"]}) + "\n")
         out.flush()
-        if result.get("worker_memory_exceeded"):
-            os._exit(0)  # a fresh worker for the next student (the batch starts one)
 
 
 def fingerprint(paths, extra=""):

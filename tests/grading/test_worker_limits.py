@@ -94,8 +94,9 @@ def test_the_workers_memory_limit_is_set_from_the_kernels(monkeypatch):
 
 @pytest.mark.slow
 def test_a_flood_of_output_is_bounded_and_a_worker_over_its_memory_fails_that_student_alone(tmp_path):
-    """Through the real pipeline: a student printing 4 MB in each of 20 cells is graded (full
-    marks: the extra cells are not graded) with at most the notebook's budget kept and a note;
+    """Through the real pipeline: a student printing 4 MB in each of 100 cells is graded (full
+    marks: the extra cells are not graded) with at most the notebook's budget kept and a note,
+    and the worker's peak memory stays far from the 1.5 GB it reached before;
     a student whose worker goes over its memory limit (made tight for the test) is
     could_not_grade with one clear line; the honest student keeps full marks."""
     if H.sandbox_unavailable():
@@ -103,12 +104,12 @@ def test_a_flood_of_output_is_bounded_and_a_worker_over_its_memory_fails_that_st
     course = H.make_course(tmp_path / "course")
     flood = H.honest(course, A, NB)
     flood.cells += [nbformat.v4.new_code_cell("import sys\nsys.stdout.write('x' * 4 * 10**6)\n")
-                    for _ in range(20)]
+                    for _ in range(100)]
     H.write_student(tmp_path / "subs", "alice", A, NB, H.honest(course, A, NB))
     H.write_student(tmp_path / "subs", "flood", A, NB, flood)
-    H.write_student(tmp_path / "subs", "tight", A, NB, flood)
+    H.write_student(tmp_path / "subs", "aatight", A, NB, flood)
     r = H.grade(tmp_path / "subs", tmp_path / "out", course, "--jobs", "1",
-                env_extra={"AUTOGRADER_TEST_WORKER_MEMORY_MB": "tight:64"})
+                env_extra={"AUTOGRADER_TEST_WORKER_MEMORY_MB": "aatight:32"})
     assert r.returncode == 0, r.stderr
     rows = H.grades(tmp_path / "out")
     for student in ("alice", "flood"):
@@ -120,7 +121,7 @@ def test_a_flood_of_output_is_bounded_and_a_worker_over_its_memory_fails_that_st
     assert "output in all" in text
     result = json.loads((tmp_path / "out" / ".work" / "shards" / A / "flood" / "result.json").read_text())
     print("worker peak RSS (MB):", result["worker_peak_rss_mb"])
-    assert result["worker_peak_rss_mb"] < 1500
-    assert rows[("tight", A)]["status"] == "could_not_grade"
-    said = H.problems(tmp_path / "out", "tight")
+    assert result["worker_peak_rss_mb"] < 1000  # measured: 1,475 MB before, ~420 MB now
+    assert rows[("aatight", A)]["status"] == "could_not_grade"
+    said = H.problems(tmp_path / "out", "aatight")
     assert any("more memory than the grader allows itself" in p for p in said), said
