@@ -85,6 +85,93 @@ class Mistake:
 
 
 @dataclasses.dataclass(frozen=True)
+class Part:
+    """A separable part of an exercise, worth `share` of its points (an exercise's shares sum to 1).
+
+    How a part is judged (`Exercise.part_scores`):
+
+    * a right answer passes every part;
+    * a catalogued mistake fails the one part that lists it in `mistakes` (each mistake is
+      charged to exactly one part, where it was made: a mistake never costs two parts' points,
+      even when another part's cases run through the same code), and passes the others;
+    * any other wrong answer passes only the parts whose own evidence it passes: the outputs on
+      `cases` (indices into the exercise's cases; None: every case) equal the reference's, and
+      `check(exercise, results)`, when given, finds nothing wrong (results: [(case, output)] of
+      every case; it returns None or a sentence). Should it pass every part's evidence and still
+      be wrong, the last part (the whole put together) fails: a wrong answer never gets full
+      points;
+    * a crash, a forbidden call or an input changed in place fails every part (0 points).
+    """
+
+    name: str  # a short identifier: `<grade_id>_tests:<name>` in grades_by_cell.csv
+    share: float
+    title: str  # what the part is, in the feedback's words: "finished hypotheses leave the beam"
+    mistakes: Sequence[str] = ()
+    cases: Sequence[int] = None
+    check: Callable = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PartScore:
+    """How an answer did on one part: passed or not, and why not (a sentence, or "")."""
+
+    name: str
+    share: float
+    title: str
+    passed: bool
+    why: str = ""
+
+
+def share_words(share):
+    """1/3 -> "1/3"; 0.5 -> "1/2"; 1 -> "all"."""
+    import fractions
+    share = fractions.Fraction(share).limit_denominator(24)
+    return "all" if share == 1 else f"{share.numerator}/{share.denominator}"
+
+
+class PartialCredit(GradingError):
+    """A wrong answer to an exercise with parts: the message (the catalogued mistake's sentence,
+    or the first difference), then which parts passed; `parts` holds the `PartScore`s, and
+    `fraction` the share of the points they earn."""
+
+    def __init__(self, message, parts):
+        self.parts = tuple(parts)
+        self.fraction = sum(p.share for p in self.parts if p.passed)
+        super().__init__(f"{message} {describe_parts(self.parts)}")
+
+
+def describe_parts(parts):
+    """One sentence for the feedback: which parts passed, which did not."""
+    words = []
+    for p in parts:
+        words.append(f"{p.title} ({share_words(p.share)} of the points): "
+                     + ("passed" if p.passed else "not passed" + (f", {p.why.rstrip('.')}" if p.why else "")))
+    return "Points by part: " + "; ".join(words) + "."
+
+
+def parts_problems(exercise):
+    """What is inconsistent in an exercise's parts (the catalogue's tests assert there is nothing)."""
+    parts = exercise.parts
+    if not parts:
+        return []
+    problems = []
+    if abs(sum(p.share for p in parts) - 1.0) > 1e-9:
+        problems.append(f"the shares of {exercise.grade_id}'s parts sum to {sum(p.share for p in parts)}, not 1")
+    names = [p.name for p in parts]
+    if len(set(names)) != len(names) or not all(n.isidentifier() for n in names):
+        problems.append(f"part names must be distinct identifiers: {names}")
+    for mistake in exercise.mistakes:
+        owners = [p.name for p in parts if mistake.name in p.mistakes]
+        if len(owners) != 1:
+            problems.append(f"mistake {mistake.name} is charged to {owners or 'no part'}, not to exactly one part")
+    known = {m.name for m in exercise.mistakes}
+    for p in parts:
+        problems.extend(f"part {p.name} lists {m}, which is not a mistake of {exercise.grade_id}"
+                        for m in p.mistakes if m not in known)
+    return problems
+
+
+@dataclasses.dataclass(frozen=True)
 class Exercise:
     grade_id: str
     function_name: str
@@ -98,6 +185,8 @@ class Exercise:
     crash_hint: str = ""  # what to look at when the student's function raises on a hidden case
     runner: str = "function"  # how an answer is run on a case: a key of probe.RUNNERS
     module_hint: str = ""  # for module answers: the attributes the exercise asks for
+    # Separable parts, each worth a share of the points (see `Part`); () = all or nothing.
+    parts: Sequence[Part] = ()
 
     @property
     def seed(self):
@@ -227,7 +316,9 @@ class Exercise:
         spec = spec if spec is not None else self.spec()
         try:
             return self._judge(records, generic, spec)
-        except GradingError:
+        except GradingError as error:
+            if self.parts and not isinstance(error, PartialCredit):
+                raise self.partial_credit(error, records, spec) from None
             raise
         except Exception as error:  # noqa: BLE001 - odd values must fail the answer, not the grader
             raise GradingError(f"`{self.function_name}` returned something the grader cannot compare "
@@ -252,6 +343,48 @@ class Exercise:
                 raise GradingError(f"`{self.function_name}` gives a wrong answer on a hidden test "
                                    f"case{self.describe_case(case)}: {problem}")
         return None
+
+    def partial_credit(self, error, records, spec):
+        """The GradingError of a wrong answer, with its part scores when they can be told: a
+        `PartialCredit`; the error itself when the answer crashed, broke a rule or its results
+        did not arrive complete (then no part can be judged, and the answer earns nothing)."""
+        try:
+            results = self._received(records, "outputs", spec["cases"], f"`{self.function_name}`")
+        except GradingError:
+            return error
+        try:
+            scores = self.part_scores(results, str(error))
+        except Exception:  # noqa: BLE001 - odd values earn no part, they never break the grader
+            scores = [PartScore(p.name, p.share, p.title, False) for p in self.parts]
+        return PartialCredit(str(error), scores)
+
+    def part_scores(self, results, message=""):
+        """[PartScore] of a wrong answer's results [(case, output)] (see `Part`). `message` is
+        the answer's GradingError: a catalogued mistake is recognised by its sentence in it."""
+        named = next((m for m in self.mistakes if m.message and m.message in message), None)
+        if named is not None:
+            return [PartScore(p.name, p.share, p.title, named.name not in p.mistakes) for p in self.parts]
+        scores = []
+        for part in self.parts:
+            why = self.part_evidence(part, results)
+            scores.append(PartScore(part.name, part.share, part.title, why is None, why or ""))
+        if all(s.passed for s in scores):  # each part alone looks right, the whole is not
+            last = scores[-1]
+            scores[-1] = dataclasses.replace(last, passed=False, why="the parts do not work together")
+        return scores
+
+    def part_evidence(self, part, results):
+        """None when the results pass one part's evidence, else a sentence on the first failure."""
+        indices = range(len(results)) if part.cases is None else part.cases
+        for i in indices:
+            case, got = results[i]
+            expected = self.run(self.reference, case)
+            kinds = [wrong_kind(g, e, name) for name, g, e
+                     in zip(self.output_names, self._outputs(got), self._outputs(expected))]
+            problem = next((k for k in kinds if k), None) or self.difference(got, expected)
+            if problem:
+                return f"on a hidden test case{self.describe_case(case)}: {problem}"
+        return part.check(self, results) if part.check is not None else None
 
     def check(self, student_fn, generic=True):
         """Run the answer on every case and judge it, here: the round trip the grader makes

@@ -18,6 +18,9 @@ reference and from every other mistake):
   under torch.no_grad(), or detached, gives the right numbers and no gradient.
 * greedy_decode, beam_search: `course_utils.models.seq2seq.ToyStep` models whose hypotheses end at
   different lengths, so that ranking by total or by per-token log-probability differ.
+* beam_search is worth 3 points, one per part (BEAM_PARTS): the search (its last two cases, whose
+  models never emit EOS, judge it alone), finished hypotheses (EOS ends one, which keeps its place
+  in the beam) and the final ranking (best first by log_prob / len).
 
 The `compute` of every mistake is written out inline: it stands in for student code and runs
 under the same forbidden-API guard, which treats any function of `course_utils.reference` as
@@ -317,7 +320,18 @@ def beam_cases(seed):
     # Other ids for bos and eos (5 and 3), so that bos = 0 or eos = 1 written into the answer fails.
     step = probe.portable(seq2seq.ToyStep, vocab=7, bos=5, eos=3, eos_bias=0.5, sharpness=1.0, seed=15)
     cases.append(((step, step.initial.clone(), 5, 3, 7, 3), {}))
+    # Models that (almost) never emit EOS (its log-odds lowered by 30): every hypothesis runs to
+    # max_len, so these cases judge the search alone (BEAM_PARTS), whatever the answer does with
+    # finished hypotheses or with the final ranking.
+    for i, (vocab, max_len, width) in enumerate([(6, 5, 3), (7, 4, 4)]):
+        step = probe.portable(seq2seq.ToyStep, vocab=vocab, eos=EOS_TOY, eos_bias=-30.0, sharpness=1.0,
+                              seed=seed + 31 + i)
+        cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len, width), {}))
     return cases
+
+
+BEAM_EOS_CASES = range(0, 6)  # hypotheses end at varied lengths
+BEAM_SEARCH_CASES = (6, 7)  # no hypothesis ends before max_len
 
 
 def _beam_variant(ranking="normalised", select="total", competition=True, shrink=True, remove_finished=True,
@@ -385,6 +399,107 @@ BEAM_MISTAKES = (
     Mistake("extends_finished",
             "your hypotheses go on after EOS: a hypothesis that emits `eos` is finished and leaves the beam.",
             _beam_variant(remove_finished=False)),
+)
+
+
+def _tokens(hypothesis):
+    return [int(t) for t in hypothesis[0]]
+
+
+def _beam_hypotheses(got, rank_name="your list of hypotheses"):
+    """[(tokens, log_prob)] of an answer, or a sentence when it is not a list of such pairs."""
+    if not isinstance(got, (list, tuple)) or not all(isinstance(h, (list, tuple)) and len(h) == 2 for h in got):
+        return f"{rank_name} should be a list of (tokens, log_prob) pairs"
+    return [(_tokens(h), float(h[1])) for h in got]
+
+
+def _same_hypotheses(exercise, case, found):
+    """None when `found` holds the reference's hypotheses on `case`, in any order, else a sentence."""
+    expected = sorted((_tokens(h), h[1]) for h in exercise.run(exercise.reference, case))
+    if exercise.difference(sorted(found), expected) is None:
+        return None
+    return (f"on a hidden test case{exercise.describe_case(case)}: the hypotheses found (in any order) are "
+            f"{[t for t, _ in sorted(found)]}, but they should be {[t for t, _ in expected]}")
+
+
+def _search_part(exercise, results):
+    """The search part: on the cases where no hypothesis ends early, the hypotheses found (tokens
+    and total log-probabilities, in any order: the order is the ranking part's) are the reference's."""
+    for i in BEAM_SEARCH_CASES:
+        case, got = results[i]
+        found = _beam_hypotheses(got)
+        if isinstance(found, str):
+            return f"on a hidden test case{exercise.describe_case(case)}: {found}"
+        problem = _same_hypotheses(exercise, case, found)
+        if problem:
+            return problem
+    return None
+
+
+def _finished_part(exercise, results):
+    """The finished-hypotheses part: on the cases where hypotheses end at varied lengths, EOS ends
+    a hypothesis (it is its last token), a finished hypothesis takes one of the beam_width places
+    (exactly beam_width come back; any other ran to max_len); and, when the search part passes
+    (so the candidates are right), the hypotheses found are the reference's, in any order."""
+    search_right = exercise.part_evidence(BEAM_PARTS[0], results) is None
+    for i in BEAM_EOS_CASES:
+        case, got = results[i]
+        (_, _, _, eos, max_len, width), _ = case
+        where = exercise.describe_case(case)
+        found = _beam_hypotheses(got)
+        if isinstance(found, str):
+            return f"on a hidden test case{where}: {found}"
+        for tokens, _ in found:
+            if eos in tokens[:-1]:
+                return f"on a hidden test case{where}: hypothesis {tokens} goes on after EOS ({eos})"
+            if tokens[-1:] != [eos] and len(tokens) != max_len:
+                return (f"on a hidden test case{where}: hypothesis {tokens} neither ends with EOS ({eos}) "
+                        f"nor runs to max_len={max_len}")
+        if len(found) != width:
+            return (f"on a hidden test case{where}: {len(found)} hypotheses came back for beam_width={width} "
+                    "(each finished hypothesis keeps one of the beam's places)")
+        problem = _same_hypotheses(exercise, case, found) if search_right else None
+        if problem:
+            return problem
+    return None
+
+
+def _ranking_part(exercise, results):
+    """The ranking part: on every case, the answer's own hypotheses come best first by
+    log_prob / len(tokens), and at least one case had hypotheses that this order and the
+    total's order rank differently (an answer returning one hypothesis ranks nothing)."""
+    shown = False
+    for case, got in results:
+        found = _beam_hypotheses(got)
+        if isinstance(found, str):
+            return f"on a hidden test case{exercise.describe_case(case)}: {found}"
+        if any(not tokens for tokens, _ in found):
+            return f"on a hidden test case{exercise.describe_case(case)}: a hypothesis has no tokens"
+        per_token = [lp / len(tokens) for tokens, lp in found]
+        if any(a < b - 1e-9 * max(1.0, abs(b)) for a, b in zip(per_token, per_token[1:])):
+            return (f"on a hidden test case{exercise.describe_case(case)}: your hypotheses are not sorted "
+                    f"best first by log_prob / len(tokens) ({[round(s, 4) for s in per_token]})")
+        totals = [lp for _, lp in found]
+        shown = shown or sorted(range(len(found)), key=lambda k: -totals[k]) != list(range(len(found)))
+    if not shown:
+        return "no case returned hypotheses whose per-token order differs from their total's, so the ranking was never shown"
+    return None
+
+
+# The three points of beam search, one per thing a search can get wrong on its own (see Part).
+# The search's cases never finish a hypothesis early, so a mistake with EOS or with the final
+# ranking cannot show there; the finished part compares whole hypotheses only when the search is
+# right, and otherwise checks what EOS must do in any search; the ranking part reads the order of
+# the answer's own hypotheses. A catalogued mistake is charged to its one part.
+BEAM_PARTS = (
+    framework.Part("search", 1 / 3, "the beam keeps the best candidates by total log-probability",
+                   mistakes=("keeps_only_best", "selects_by_last_token", "no_competition"),
+                   cases=(), check=_search_part),
+    framework.Part("finished", 1 / 3, "a hypothesis that emits EOS is finished: it leaves the beam and "
+                   "keeps one of its places", mistakes=("width_does_not_shrink", "extends_finished"),
+                   cases=(), check=_finished_part),
+    framework.Part("ranking", 1 / 3, "the finished hypotheses come back best first by log_prob / len(tokens)",
+                   mistakes=("unnormalised_ranking",), cases=(), check=_ranking_part),
 )
 
 
@@ -471,6 +586,7 @@ EXERCISES = {
             mistakes=BEAM_MISTAKES,
             forbidden=seq2seq.FORBIDDEN,
             output_names=("your list of hypotheses",),
+            parts=BEAM_PARTS,
             atol=1e-8, rtol=1e-6,
             crash_hint="step takes the last tokens of all live hypotheses (n,) and their states (n, d) and "
                        "returns log_probs (n, V) and new states (n, d); reorder states with new_states[rows]",

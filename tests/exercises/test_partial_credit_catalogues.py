@@ -1,0 +1,173 @@
+"""Partial credit in the catalogues (issue 29 item 5): the exercises with separable parts award
+points per part, as their catalogue declares (`Part` in course_utils/reference/mistakes).
+
+For every exercise with parts: the parts are consistent (shares sum to 1, every catalogued
+mistake charged to exactly one part); the reference and the second correct implementations
+get full points; every catalogued mistake is still named and loses exactly its own part; the
+uncatalogued wrong answers of tests/exercises get the parts listed here (what each truly
+passes); and each part's evidence fails on an answer wrong in that part only.
+"""
+import pytest
+
+from course_utils.grading import GradingError
+from course_utils.reference import bahdanau_attention as bahdanau_reference
+from course_utils.reference.mistakes import PartialCredit, bahdanau_attention, encoder_decoder, parts_problems
+from tests.exercises import alternatives_bahdanau_attention, alternatives_encoder_decoder
+from tests.exercises import uncatalogued_bahdanau_attention as wrong_04
+from tests.exercises import uncatalogued_encoder_decoder as wrong_10
+
+BEAM = bahdanau_attention.EXERCISES["bahdanau_attention_beam_search"]
+BLOCK = encoder_decoder.EXERCISES["encoder_decoder_block"]
+WITH_PARTS = {"beam": BEAM}
+
+# The part each catalogued mistake costs (the one the catalogue charges it to).
+EXPECTED_MISTAKE_PART = {
+    "bahdanau_attention_beam_search": {
+        "keeps_only_best": "search", "selects_by_last_token": "search", "no_competition": "search",
+        "width_does_not_shrink": "finished", "extends_finished": "finished",
+        "unnormalised_ranking": "ranking",
+    },
+    "encoder_decoder_block": {
+        "no_causal_mask": "self_attention", "mask_to_self": "self_attention",
+        "causal_cross": "cross_attention", "keys_from_decoder": "cross_attention",
+        "memory_normed": "cross_attention", "mask_not_passed": "cross_attention",
+        "no_residual_cross": "arrangement", "cross_first": "arrangement", "one_norm": "arrangement",
+        "always_pre": "arrangement", "always_post": "arrangement",
+    },
+}
+
+# Uncatalogued wrong answers (written without the catalogue) and the parts they truly pass.
+EXPECTED_UNCATALOGUED = {
+    "bahdanau_attention_beam_search": {
+        "beam_by_total": {"search", "finished"},
+        "beam_ascending": {"search", "finished"},
+        "beam_length_without_eos": {"search", "finished"},
+        "beam_no_shrink": {"search", "ranking"},
+        "beam_eos_and_bos_written_in": {"search", "ranking"},
+        "beam_row_from_width": {"finished", "ranking"},
+        "beam_duplicated_start": {"finished"},
+        "beam_drops_live_at_end": {"ranking"},
+        "beam_hardcoded": set(),
+        "beam_with_bos": set(),
+    },
+}
+
+
+def scores(exercise, answer):
+    """(fraction, {part: passed}, message) of an answer, judged as the grader judges it."""
+    try:
+        exercise.check(answer)
+    except PartialCredit as error:
+        return error.fraction, {p.name: p.passed for p in error.parts}, str(error)
+    except GradingError as error:
+        return 0.0, {p.name: False for p in exercise.parts}, str(error)
+    return 1.0, {p.name: True for p in exercise.parts}, ""
+
+
+@pytest.mark.parametrize("exercise", WITH_PARTS.values(), ids=WITH_PARTS.keys())
+def test_parts_are_consistent(exercise):
+    assert exercise.parts
+    assert parts_problems(exercise) == []
+    charged = {m: next(p.name for p in exercise.parts if m in p.mistakes) for m in (x.name for x in exercise.mistakes)}
+    assert charged == EXPECTED_MISTAKE_PART[exercise.grade_id]
+
+
+@pytest.mark.parametrize("exercise", WITH_PARTS.values(), ids=WITH_PARTS.keys())
+def test_right_answers_get_full_points(exercise):
+    alternatives = {"bahdanau_attention_beam_search": alternatives_bahdanau_attention,
+                    "encoder_decoder_block": alternatives_encoder_decoder}[exercise.grade_id]
+    for answer in [exercise.reference, *alternatives.ALTERNATIVES[exercise.grade_id]]:
+        fraction, parts, message = scores(exercise, answer)
+        assert fraction == 1.0 and all(parts.values()), (answer, message)
+
+
+@pytest.mark.parametrize("exercise, mistake", [
+    pytest.param(exercise, mistake, id=f"{key}-{mistake.name}")
+    for key, exercise in WITH_PARTS.items() for mistake in exercise.mistakes])
+def test_a_catalogued_mistake_is_named_and_costs_its_own_part(exercise, mistake):
+    fraction, parts, message = scores(exercise, mistake.compute)
+    lost = EXPECTED_MISTAKE_PART[exercise.grade_id][mistake.name]
+    assert mistake.message in message
+    assert {name for name, passed in parts.items() if not passed} == {lost}
+    share = next(p.share for p in exercise.parts if p.name == lost)
+    assert fraction == pytest.approx(1.0 - share)
+    title = next(p.title for p in exercise.parts if p.name == lost)
+    assert f"{title} (" in message and "not passed" in message.split(title, 1)[1].split(";")[0]
+
+
+@pytest.mark.parametrize("grade_id, name", [
+    pytest.param(gid, name, id=f"{gid}-{name}") for gid, answers in EXPECTED_UNCATALOGUED.items() for name in answers])
+def test_an_uncatalogued_wrong_answer_gets_only_the_parts_it_passes(grade_id, name):
+    exercise, module = {"bahdanau_attention_beam_search": (BEAM, wrong_04),
+                        "encoder_decoder_block": (BLOCK, wrong_10)}[grade_id]
+    fraction, parts, message = scores(exercise, getattr(module, name))
+    assert {n for n, passed in parts.items() if passed} == EXPECTED_UNCATALOGUED[grade_id][name], message
+    assert fraction < 1.0
+
+
+def test_every_uncatalogued_wrong_beam_search_is_listed():
+    """A new wrong answer in uncatalogued_bahdanau_attention.py gets its expected parts here too."""
+    listed = set(EXPECTED_UNCATALOGUED["bahdanau_attention_beam_search"])
+    holes = {f.__name__ for f in wrong_04.HOLES.get("bahdanau_attention_beam_search", [])}
+    crash = {"beam_states_not_reindexed"}  # raises on a hidden case: no part can be judged
+    assert {f.__name__ for f in wrong_04.WRONG_ANSWERS["bahdanau_attention_beam_search"]} - holes - crash == listed
+    assert scores(BEAM, wrong_04.beam_states_not_reindexed)[0] == 0.0
+
+
+# --- each part's evidence fails on an answer wrong in that part only ------------------------
+
+def _reranked(key):
+    def answer(*args):
+        return sorted(bahdanau_reference.beam_search(*args), key=key, reverse=True)
+    return answer
+
+
+def _beam_part_passes(part_name, answer):
+    results = [(case, BEAM.run(answer, case)) for case in BEAM.cases()]
+    part = next(p for p in BEAM.parts if p.name == part_name)
+    return BEAM.part_evidence(part, results)
+
+
+def test_beam_parts_fail_on_wrong_input():
+    right = bahdanau_reference.beam_search
+    for part in BEAM.parts:
+        assert _beam_part_passes(part.name, right) is None
+    # ranking: sorted by the total, or worst first
+    assert "not sorted" in _beam_part_passes("ranking", _reranked(lambda h: h[1]))
+    assert _beam_part_passes("ranking", lambda *a: right(*a)[:1]) is not None  # nothing ranked
+    assert _beam_part_passes("search", _reranked(lambda h: h[1])) is None  # order is not the search's
+
+    # search: one token fewer among the candidates on the no-EOS cases
+    def greedy_first_step(step, state, bos, eos, max_len, beam_width):
+        return right(step, state, bos, eos, max_len, max(1, beam_width - 1)) + [([bos] * max_len, -99.0)]
+    assert _beam_part_passes("search", greedy_first_step) is not None
+
+    # finished: an EOS kept in the middle of a hypothesis, or one hypothesis too many
+    def continued(step, state, bos, eos, max_len, beam_width):
+        found = right(step, state, bos, eos, max_len, beam_width)
+        return [(list(t) + ([eos, eos] if t[-1] == eos else []), lp) for t, lp in found]
+    assert "after EOS" in _beam_part_passes("finished", continued)
+
+    def one_more(step, state, bos, eos, max_len, beam_width):
+        return right(step, state, bos, eos, max_len, beam_width + 1)
+    assert _beam_part_passes("finished", one_more) is not None
+
+
+def test_a_crash_or_a_forbidden_call_earns_no_part():
+    def crashes(*args):
+        raise ValueError("no")
+    fraction, parts, message = scores(BEAM, crashes)
+    assert fraction == 0.0 and not any(parts.values()) and "Points by part" not in message
+
+
+def test_partial_credit_reaches_the_grader_through_plain_records():
+    """judge.py sees PartialCredit from records read back as plain data (no student object)."""
+    from course_utils.grading import probe
+    spec = BEAM.spec()
+    records = probe.roundtrip(probe.collect(probe.roundtrip_cases(spec), bahdanau_attention.BEAM_MISTAKES[1].compute))
+    with pytest.raises(PartialCredit) as failure:
+        BEAM.judge(records, generic=True, spec=spec)
+    assert failure.value.fraction == pytest.approx(2 / 3)
+    # diagnose (generic=False) names the mistake with its parts too
+    with pytest.raises(PartialCredit):
+        BEAM.judge(records, generic=False, spec=spec)
