@@ -89,7 +89,7 @@ def test_side_by_side_trains_each_model_as_it_trains_alone():
     (model, history, used), (gru, gru_history), warm = demo.train_side_by_side(
         6, 4, seed=2, eval_pairs=pairs, eval_every=3, gru_eval_every=2, warmup_experiment=warmup, **parts)
     warm_alone = demo.warmup_runs(**warmup)
-    for name in ("post-norm, no warm-up", "post-norm, warm-up", "pre-norm, no warm-up"):
+    for name in demo.ARMS:
         np.testing.assert_array_equal(warm[name]["curves"], warm_alone[name]["curves"])
     alone, alone_history, alone_used = demo.train_transformer(6, seed=2, eval_pairs=pairs, eval_every=3, **parts)
     gru_alone, gru_alone_history = demo.train_bahdanau(4, seed=2, eval_pairs=pairs, eval_every=2)
@@ -127,21 +127,40 @@ def test_reached():
 
 def test_warmup_runs_and_summary():
     runs = demo.warmup_runs(seeds=(0, 1), steps=4, warmup=2, last=2, d_model=16, num_heads=2, num_layers=1, d_ff=32)
-    names = ["post-norm, no warm-up", "post-norm, warm-up", "pre-norm, no warm-up"]
-    assert [n for n in runs if n != "seconds"] == names
-    for name in names:
+    assert [n for n in runs if n not in ("seconds", "seeds")] == list(demo.ARMS) and runs["seeds"] == (0, 1)
+    for name in demo.ARMS:
         assert runs[name]["curves"].shape == (2, 4) and runs[name]["loss"].shape == (2,)
         np.testing.assert_allclose(runs[name]["loss"], runs[name]["curves"][:, -2:].mean(1))
+    # Without a ramp the first step already has the full learning rate; with one it is a fraction of it,
+    # so the two arms of an arrangement start from the same loss and part after the first step.
+    for arrangement in ("post-norm", "pre-norm"):
+        none, ramp = runs[f"{arrangement}, no warm-up"]["curves"], runs[f"{arrangement}, warm-up"]["curves"]
+        np.testing.assert_array_equal(none[:, 0], ramp[:, 0])
+        assert not np.array_equal(none[:, 1:], ramp[:, 1:])
     summary = demo.warmup_summary(runs)
-    assert set(summary["range"]) == set(names)
+    assert set(summary["table"]) == set(demo.ARMS)
+    for name, row in summary["table"].items():
+        assert row["seeds"] == 2 and 0 <= row["learned"] <= 2 and row["min"] <= row["mean"] <= row["max"]
 
 
-def test_warmup_summary_facts():
-    fake = {"post-norm, no warm-up": {"loss": np.array([1.0, 0.9])},
-            "post-norm, warm-up": {"loss": np.array([0.5, 0.4])},
-            "pre-norm, no warm-up": {"loss": np.array([0.95, 0.3])}, "seconds": 1.0}
-    summary = demo.warmup_summary(fake)
-    assert summary["warm-up helps post-norm on every seed"] is True
-    assert summary["pre-norm without warm-up beats post-norm without, every seed"] is False
-    assert summary["pre-norm without warm-up beats post-norm with warm-up, every seed"] is False
-    assert summary["range"]["pre-norm, no warm-up"] == (0.3, 0.95)
+def _fake(post, post_w, pre, pre_w):
+    return {name: {"loss": np.array(loss)} for name, loss in zip(demo.ARMS, (post, post_w, pre, pre_w))}
+
+
+def test_warmup_summary_table_and_facts():
+    summary = demo.warmup_summary(_fake([1.0, 0.9, 0.95], [0.2, 0.8, 0.3], [0.7, 0.1, 0.9], [0.05, 0.08, 0.06]))
+    assert summary["table"]["post-norm, warm-up"] == {"mean": pytest.approx(13 / 30), "min": 0.2, "max": 0.8,
+                                                      "learned": 2, "seeds": 3}
+    assert summary["table"]["post-norm, no warm-up"]["learned"] == 0
+    facts = {name: flag for name, flag in summary.items() if name != "table"}
+    assert all(facts.values()), facts
+    # Each fact fails when its numbers say otherwise.
+    summary = demo.warmup_summary(_fake([1.0, 0.4, 0.95], [0.2, 0.45, 0.6], [0.1, 0.1, 0.5], [0.05, 0.5, 0.06]))
+    assert summary["post-norm without warm-up: no seed learns"] is False
+    assert summary["pre-norm with warm-up: every seed learns"] is False
+    assert summary["warm-up lowers the final loss of every seed, post-norm and pre-norm"] is False
+    assert summary["pre-norm with warm-up ends lowest of the four, every seed"] is False
+    assert summary["post-norm with warm-up and pre-norm without: neither ends lower on every seed"] is False
+    summary = demo.warmup_summary(_fake([1.0, 0.9, 0.95], [0.2, 0.3, 0.3], [0.7, 0.1, 0.9], [0.05, 0.08, 0.06]))
+    assert summary["post-norm with warm-up and pre-norm without: each has seeds that learn and seeds that do not"] is False
+    assert demo.warmup_summary(_fake([1.0], [0.6], [0.7], [0.55]), threshold=0.65)["table"]["pre-norm, warm-up"]["learned"] == 1
