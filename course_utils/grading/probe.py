@@ -562,12 +562,16 @@ def _attempt(compute):
 
 def collect(spec, answer):
     """The answer's results on every case of an exercise (and its gradients, if it has gradient
-    cases), each {"result": ...} or {"error": "..."}; plain data, ready for `dumps`."""
+    cases), each {"result": ...} or {"error": "..."}; plain data, ready for `dumps`. The pieces
+    of earlier exercises that the spec names (`earlier`) are correct ones meanwhile (parts.py)."""
+    from .parts import substituted  # the pieces of earlier exercises, judged there, not here
+
     runner = RUNNERS[spec["runner"]]
-    outputs = [_attempt(lambda case=case: encode(runner(answer, case, spec, guarded=True)))
-               for case in spec["cases"]]
-    grads = [_attempt(lambda case=case: encode(gradients(answer, case, spec, guarded=True)))
-             for case in spec.get("gradient_cases") or ()]
+    with substituted(answer, tuple(spec.get("earlier") or ())):
+        outputs = [_attempt(lambda case=case: encode(runner(answer, case, spec, guarded=True)))
+                   for case in spec["cases"]]
+        grads = [_attempt(lambda case=case: encode(gradients(answer, case, spec, guarded=True)))
+                 for case in spec.get("gradient_cases") or ()]
     return {"grade_id": spec["grade_id"], "outputs": outputs, "gradients": grads}
 
 

@@ -185,6 +185,9 @@ class Exercise:
     crash_hint: str = ""  # what to look at when the student's function raises on a hidden case
     runner: str = "function"  # how an answer is run on a case: a key of probe.RUNNERS
     module_hint: str = ""  # for module answers: the attributes the exercise asks for
+    # Pieces of earlier exercises the prompt tells the student to use, judged with correct ones
+    # in their place (course_utils.grading.parts): one mistake costs points once.
+    earlier: Sequence[str] = ()
     # Separable parts, each worth a share of the points (see `Part`); () = all or nothing.
     parts: Sequence[Part] = ()
 
@@ -233,7 +236,8 @@ class Exercise:
         """What running an answer needs besides the cases (all of it public)."""
         return {"grade_id": self.grade_id, "function_name": self.function_name, "runner": self.runner,
                 "forbidden": list(self.forbidden), "crash_hint": self.crash_hint,
-                "outputs": len(self.output_names), "seed": self.seed, "module_hint": self.module_hint}
+                "outputs": len(self.output_names), "seed": self.seed, "module_hint": self.module_hint,
+                "earlier": list(self.earlier)}
 
     def spec(self):
         """Everything the student's side needs to run an answer: the runner, the cases (inputs

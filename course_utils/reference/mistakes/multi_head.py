@@ -75,7 +75,7 @@ SPLIT = GradientExercise(  # every later layer trains through it: a detached spl
     reference=attention.split_heads,
     make_cases=_split_cases,
     output_names=("your split",),
-    forbidden=ATTENTION_BUILTINS,
+    forbidden=ATTENTION_BUILTINS + ("course_utils.grading.parts:split_heads",),
     mistakes=(
         Mistake("no_transpose_reshape",
                 "you reshaped (B, T, d_model) straight to (B, h, T, d_k): that cuts the memory in "
@@ -136,7 +136,7 @@ MERGE = GradientExercise(  # every later layer trains through it: a detached mer
     reference=attention.merge_heads,
     make_cases=_merge_cases,
     output_names=("your merge",),
-    forbidden=ATTENTION_BUILTINS,
+    forbidden=ATTENTION_BUILTINS + ("course_utils.grading.parts:merge_heads",),
     mistakes=(
         Mistake("no_transpose_reshape",
                 "you reshaped (B, h, T, d_k) straight to (B, T, h*d_k), which mixes tokens across "
@@ -258,6 +258,7 @@ ATTENTION = ModuleExercise(
     make_cases=_attention_cases,
     output_names=("your output", "your attention weights"),
     forbidden=ATTENTION_BUILTINS,
+    earlier=("split_heads", "merge_heads"),  # its prompt: "with your split_heads ... your merge_heads"
     mistakes=(
         Mistake("split_without_transpose",
                 "your heads mix tokens: splitting reshapes (B, T, d_model) to (B, T, h, d_k) and "
