@@ -21,8 +21,30 @@ def _show_only_the_message(shell, etype, value, tb, tb_offset=None):
     return stb
 
 
+NOT_ANSWERED = ("not answered yet: a function this cell calls still raises NotImplementedError; "
+                "replace `raise NotImplementedError()` with your code.")
+
+
+def _show_stub_in_one_line(shell, etype, value, tb, tb_offset=None):
+    """A bare NotImplementedError is an exercise still to write (the release's stubs raise it):
+    one line that says so, not a traceback through the test cell. With a message of its own
+    (a student's deliberate raise) it shows as IPython always shows it."""
+    if str(value).strip():
+        return shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+    stb = [f"\x1b[0;31m{etype.__name__}\x1b[0m: {NOT_ANSWERED}"]
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+def _custom_display(shell, etype, value, tb, tb_offset=None):
+    if issubclass(etype, GradingError):
+        return _show_only_the_message(shell, etype, value, tb, tb_offset)
+    return _show_stub_in_one_line(shell, etype, value, tb, tb_offset)
+
+
 def install_notebook_display():
-    """In an IPython kernel, show grading errors as one sentence. Elsewhere, do nothing."""
+    """In an IPython kernel, show grading errors, and the stubs' bare NotImplementedError, as one
+    sentence. Elsewhere, do nothing."""
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover - IPython ships with the course
@@ -30,5 +52,5 @@ def install_notebook_display():
     shell = get_ipython()
     if shell is None or not hasattr(shell, "_showtraceback"):
         return False
-    shell.set_custom_exc((GradingError,), _show_only_the_message)
+    shell.set_custom_exc((GradingError, NotImplementedError), _custom_display)
     return True

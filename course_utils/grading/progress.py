@@ -26,6 +26,9 @@ def _key(source):
 
 def _sentence(error):
     text = str(error).strip()
+    if isinstance(error, NotImplementedError) and not text:
+        from .errors import NOT_ANSWERED
+        return f"NotImplementedError: {NOT_ANSWERED}"
     first = text.splitlines()[0] if text else ""
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 

@@ -114,3 +114,18 @@ def test_show_displays_even_when_the_output_history_was_rebound(shell, tmp_path,
     result = shell.run_cell("from course_utils.grading import progress\nprogress.show()")
     assert result.success, result.error_in_exec
     shell.run_cell("_oh = {}")
+
+
+def test_a_bare_stub_shows_as_one_sentence_and_a_students_own_raise_as_usual(shell):
+    from course_utils.grading.errors import install_notebook_display
+    assert install_notebook_display()
+    shown = []
+    original = shell._showtraceback
+    shell._showtraceback = lambda etype, value, stb: shown.append(stb)
+    try:
+        shell.run_cell("def f():\n    raise NotImplementedError()\nf()")
+        assert len(shown) == 1 and len(shown[0]) == 1 and "not answered yet" in shown[0][0]
+        shell.run_cell("raise NotImplementedError('my own reason')")
+        assert len(shown) == 2 and "not answered yet" not in "".join(shown[1])
+    finally:
+        shell._showtraceback = original
