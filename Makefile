@@ -100,5 +100,5 @@ clean:
 # Re-run a source notebook and store its outputs: make execute NB=solutions/05_self_attention/self_attention.ipynb
 execute: $(READY)
 	@test -n "$(NB)" || { echo "usage: make execute NB=solutions/NN_topic/topic.ipynb"; exit 2; }
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace "$(NB)"
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=600 "$(NB)"
 	$(BIN)/python scripts/strip_widget_state.py "$(NB)"
