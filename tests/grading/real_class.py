@@ -216,6 +216,23 @@ def _hostile_on(course, subs, assignment):
     H.write_student(subs, EXITS, assignment, nb_name, exits)
 
 
+# --- one mistake, one penalty (test_real_notebooks): a right attention_numpy calling a wrong
+# softmax, as its prompt tells it to, loses only the softmax's points -----------------------
+WRONG_SOFTMAX = "wrong_softmax_only"
+WRONG_SOFTMAX_CODE = """
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / e.sum()  # the whole array's sum, not the sum along axis
+"""
+
+
+def _one_mistake(course, subs):
+    A, NB = "05_self_attention", "self_attention.ipynb"
+    nb = H.honest(course, A, NB)
+    H.cell(nb, "self_attention_softmax").source = WRONG_SOFTMAX_CODE
+    H.write_student(subs, WRONG_SOFTMAX, A, NB, nb)
+
+
 def _gaming_the_hidden_tests(course, subs):
     A, NB = HIDDEN_A, HIDDEN_NB
     for name in HIDDEN_HONEST:
@@ -242,6 +259,7 @@ def grade_the_class(root):
     for assignment in HOSTILE_ON:
         _hostile_on(course, subs, assignment)
     _gaming_the_hidden_tests(course, subs)
+    _one_mistake(course, subs)
     out = root / "out"
     result = H.grade(subs, out, course, "--jobs", "2", "--timeout", "120",
                      "--gradebook", str(root / "gradebook.db"), timeout=REAL_CLASS_TIMEOUT - 60)

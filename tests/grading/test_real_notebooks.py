@@ -9,7 +9,7 @@ Set GRADING_REAL_ALL=1 to put such a class on every assignment in solutions/ (ab
 import pytest
 
 import grading_helpers as H
-from real_class import REAL_CLASS_TIMEOUT, DELETED_TEST, EXITS, HOSTILE, HOSTILE_ON, PATCHED, REAL_HONEST
+from real_class import REAL_CLASS_TIMEOUT, DELETED_TEST, EXITS, HOSTILE, HOSTILE_ON, PATCHED, REAL_HONEST, WRONG_SOFTMAX
 
 # The first test to ask for the shared class pays for grading it (real_class.REAL_CLASS_TIMEOUT).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(REAL_CLASS_TIMEOUT)]
@@ -43,3 +43,16 @@ def test_no_feedback_page_shows_hidden_tests_or_the_reference(real_class_graded)
         assert "BEGIN HIDDEN TESTS" not in text, html
         if html.relative_to(feedback).parts[0] not in HOSTILE:
             assert "course_utils.reference" not in text, html
+
+
+def test_one_mistake_costs_points_once(real_class_graded):
+    """A right attention_numpy that calls a wrong softmax, as its prompt says to: the softmax loses
+    its 2 points, attention_numpy keeps its 3 (it is judged with a correct softmax in place)."""
+    out = real_class_graded["out"]
+    cells = {(r["student_id"], r["grade_id"]): r for r in H.read_csv(out / "grades_by_cell.csv")}
+    softmax = cells[(WRONG_SOFTMAX, "self_attention_softmax_tests")]
+    attention = cells[(WRONG_SOFTMAX, "self_attention_attention_numpy_tests")]
+    assert float(softmax["score"]) == 0, softmax
+    assert float(attention["score"]) == float(attention["max_score"]) == 3, (attention, H.problems(out, WRONG_SOFTMAX))
+    row = real_class_graded["grades"][(WRONG_SOFTMAX, "05_self_attention")]
+    assert float(row["score"]) == float(row["max_score"]) - 2, row
