@@ -159,7 +159,8 @@ def attention_flops_by_part(n, d):
 
 # --------------------------------------------------------------------------- the whole table, measured
 #
-# The seeds' three columns for five layers, each written the way the course writes it and mapping
+# The three columns of Vaswani et al.'s Table 1 for five layers, each written the way the course
+# writes it and mapping
 # n tokens of width d to n outputs of width d. A layer takes a *list* of n tensors of shape (B, d),
 # one per token, and returns such a list: separate tensors let the autograd graph tell token 0 from
 # the others and the last output from the rest (one (B, n, d) tensor would join every position in a
@@ -183,7 +184,7 @@ def _rnn(d, generator, dtype):
 
 
 def _lstm(d, generator, dtype):
-    """The seeds' "RNN (LSTM)": four gates, each from x_t (W_x) and h_{t-1} (W_h)."""
+    """The table's recurrent row, an LSTM: four gates, each from x_t (W_x) and h_{t-1} (W_h)."""
     W_x, W_h = (torch.randn(d, 4 * d, generator=generator, dtype=dtype) / math.sqrt(d) for _ in range(2))
 
     def layer(tokens):
@@ -216,7 +217,7 @@ def _causal_cnn(d, generator, dtype, depth=1, dilated=False, k=3):
 
 def _self_attention(d, generator, dtype):
     """Exercise 4's layer, Q = x W_q, K = x W_k, V = x W_v, softmax(Q K^T / sqrt(d)) V, followed
-    by the output projection W_o that notebook 07 adds (the layer the seeds count)."""
+    by the output projection W_o that notebook 07 adds (the layer the table's worked example counts)."""
     W_q, W_k, W_v, W_o = (torch.randn(d, d, generator=generator, dtype=dtype) / math.sqrt(d) for _ in range(4))
 
     def layer(tokens):
@@ -227,8 +228,37 @@ def _self_attention(d, generator, dtype):
     return layer
 
 
+RESTRICTED_R = 4  # the window of the restricted self-attention row: each query sees r tokens
+
+
+def _restricted_attention(d, generator, dtype, depth=1, r=RESTRICTED_R):
+    """Vaswani et al.'s fourth row, restricted self-attention: the layer above, but each query
+    attends only to itself and the r - 1 tokens before it (causal, like the CNNs here); `depth`
+    of them stacked with tanh between. The keys and values are cut into windows of r (r - 1
+    masked slots of padding on the left), so the two products cost r n d, not n^2 d."""
+    weights = [tuple(torch.randn(d, d, generator=generator, dtype=dtype) / math.sqrt(d) for _ in range(4))
+               for _ in range(depth)]
+
+    def layer(tokens):
+        x = torch.stack(tokens, dim=1)  # (B, n, d)
+        n = x.shape[1]
+        # slot j of query t's window holds position t - (r - 1) + j; slots before position 0 are padding
+        allowed = (torch.arange(n).unsqueeze(1) - (r - 1) + torch.arange(r)) >= 0  # (n, r)
+        for i, (W_q, W_k, W_v, W_o) in enumerate(weights):
+            q, k, v = x @ W_q, x @ W_k, x @ W_v
+            k_windows = nn.functional.pad(k, (0, 0, r - 1, 0)).unfold(1, r, 1)  # (B, n, d, r)
+            v_windows = nn.functional.pad(v, (0, 0, r - 1, 0)).unfold(1, r, 1)  # (B, n, d, r)
+            scores = (q.unsqueeze(-2) @ k_windows).squeeze(-2) / math.sqrt(d)  # (B, n, r)
+            attention = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+            x = (attention.unsqueeze(-2) @ v_windows.transpose(-2, -1)).squeeze(-2) @ W_o  # (B, n, d)
+            if i < depth - 1:
+                x = torch.tanh(x)
+        return list(x.unbind(dim=1))
+    return layer
+
+
 # name -> (builder, stacked: whether more layers are stacked to connect far positions, FLOPs
-#          formula, sequential operations and path length as the seeds' table states them)
+#          formula, sequential operations and path length as Vaswani et al.'s Table 1 states them)
 TABLE = {
     "RNN (notebook 01)": (_rnn, False, "4 n d^2", "O(n)", "O(n)"),
     "LSTM": (_lstm, False, "16 n d^2", "O(n)", "O(n)"),
@@ -236,13 +266,16 @@ TABLE = {
     "dilated causal CNN, k = 3": (functools.partial(_causal_cnn, dilated=True), True, "2 k n d^2",
                                   "O(1) per layer", "O(log_k n) layers"),
     "self-attention + W_O": (_self_attention, False, "4 n^2 d + 8 n d^2", "O(1)", "O(1)"),
+    f"restricted attn, r = {RESTRICTED_R}": (_restricted_attention, True, "4 r n d + 8 n d^2", "O(1) per layer",
+                                             "O(n/r) layers"),
 }
 
 
 def formula_flops(name, n, d, k=3):
     """The FLOPs formula of TABLE[name] (2 per multiply-add), evaluated."""
     return {"4 n d^2": 4 * n * d * d, "16 n d^2": 16 * n * d * d, "2 k n d^2": 2 * k * n * d * d,
-            "4 n^2 d + 8 n d^2": 4 * n * n * d + 8 * n * d * d}[TABLE[name][2]]
+            "4 n^2 d + 8 n d^2": 4 * n * n * d + 8 * n * d * d,
+            "4 r n d + 8 n d^2": 4 * RESTRICTED_R * n * d + 8 * n * d * d}[TABLE[name][2]]
 
 
 def build_layer(name, d, depth=1, seed=0, dtype=torch.float64):
@@ -353,23 +386,23 @@ def _cost_table(ns, flops_n, flops_d, k):
     rows = []
     for name, (_, _, formula, seq, path) in TABLE.items():
         rows.append({"layer": name, "formula": formula, "flops": counted_flops(name, flops_n, flops_d),
-                     "formula_flops": formula_flops(name, flops_n, flops_d, k), "seeds_sequential": seq, "seeds_path": path,
+                     "formula_flops": formula_flops(name, flops_n, flops_d, k), "table_sequential": seq, "table_path": path,
                      "sequential": [sequential_products(name, n) for n in ns],
                      "path": [path_length(name, n) for n in ns]})
     return rows
 
 
 def format_cost_table(rows, ns=(16, 64), flops_n=64, flops_d=32):
-    """The table as text, what the seeds state beside what was measured."""
+    """The table as text: what Vaswani et al.'s table states ("in theory") beside what was measured."""
     a, b = ns
     head = (f"{'layer':26s}|{'FLOPs per layer':>18s}{'counted':>10s}{'formula':>10s} |"
             f"{'sequential':>15s}{'chain':>7s}{'':6s} |{'path length':>18s}{'(layers, operations)':>22s}\n"
             f"{'':26s}|{'':18s}{f'n = {flops_n}, d = {flops_d}':>20s} |"
-            f"{'(seeds)':>15s}{f'n={a}':>7s}{f'n={b}':>6s} |{'(seeds)':>18s}{f'n={a}':>11s}{f'n={b}':>11s}")
+            f"{'(in theory)':>15s}{f'n={a}':>7s}{f'n={b}':>6s} |{'(in theory)':>18s}{f'n={a}':>11s}{f'n={b}':>11s}")
     lines = [head, "-" * len(head.splitlines()[0])]
     for row in rows:
         (la, pa), (lb, pb) = row["path"]
         lines.append(f"{row['layer']:26s}|{row['formula']:>18s}{row['flops']:>10d}{row['formula_flops']:>10d} |"
-                     f"{row['seeds_sequential']:>15s}{row['sequential'][0]:>7d}{row['sequential'][1]:>6d} |"
-                     f"{row['seeds_path']:>18s}{f'({la}, {pa})':>11s}{f'({lb}, {pb})':>11s}")
+                     f"{row['table_sequential']:>15s}{row['sequential'][0]:>7d}{row['sequential'][1]:>6d} |"
+                     f"{row['table_path']:>18s}{f'({la}, {pa})':>11s}{f'({lb}, {pb})':>11s}")
     return "\n".join(lines)
