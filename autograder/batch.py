@@ -432,7 +432,8 @@ class Batch:
         self.export_failures = export.write_all(self, taken, results, graded_assignments)
         try:  # what the class got wrong: mistakes.csv, report.html, class_overview.html (instructor only)
             report.write(results.values(), self.out, release_root=os.path.join(self.work, "course", "release"),
-                         secret_lines={a: p["secret_lines"] for a, p in self.prepared.items()})
+                         secret_lines={a: p["secret_lines"] for a, p in self.prepared.items()},
+                         late=getattr(getattr(self, "export_settings", None), "late", None))
         except Exception as exc:  # noqa: BLE001 - the grades are complete; the report is extra
             self.export_failures.append(f"report.html / mistakes.csv: {type(exc).__name__}: {str(exc)[:300]}")
         self.say("exported" if not self.export_failures else "export incomplete")

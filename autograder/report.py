@@ -496,7 +496,10 @@ OVERVIEW_STYLE = (
     ".msg{font-family:monospace;font-size:1em}")
 
 
-def overview_html(ct):
+def overview_html(ct, extensions=None):
+    """The instructor-only grid; `extensions` ({(student, assignment): sentence}, from the late
+    policy) is shown under the student's name."""
+    extensions = extensions or {}
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><meta name='robots' content='noindex'>"
              "<title>INSTRUCTOR ONLY: class overview</title>", f"<style>{OVERVIEW_STYLE}</style></head><body>",
              "<div class='banner'>INSTRUCTOR ONLY: this page names students and their results. "
@@ -526,7 +529,8 @@ def overview_html(ct):
                 parts.append(f"<tr><th>{e(s)}</th><td class='ng' colspan='{len(items) + 1}'>"
                              f"not graded: {e(status.replace('_', ' '))}</td></tr>")
         for s in sorted(students, key=lambda s: (totals[s][0], s)):
-            parts.append(f"<tr><th>{e(s)}</th>")
+            extension = extensions.get((s, assignment))
+            parts.append(f"<tr><th>{e(s)}" + (f"<br><small>{e(extension)}</small>" if extension else "") + "</th>")
             for t in items:
                 if s not in t.students:
                     parts.append("<td class='c ng'>&mdash;</td>")
@@ -563,10 +567,12 @@ def _replace(path, write):
     os.replace(tmp, path)
 
 
-def write(results, out_dir, load=load_catalogue, release_root=None, secret_lines=None):
+def write(results, out_dir, load=load_catalogue, release_root=None, secret_lines=None, late=None):
     """Write mistakes.csv, report.html and class_overview.html into out_dir (never into its
-    feedback/ folder); returns the paths written."""
-    ct = tally(list(results), load, release_root, secret_lines)
+    feedback/ folder); returns the paths written. `late` (an lms.LatePolicy) puts each student's
+    extension, if any, beside their name in the overview."""
+    results = list(results)
+    ct = tally(results, load, release_root, secret_lines)
     paths = {name: os.path.join(out_dir, name) for name in ("mistakes.csv", "report.html", "class_overview.html")}
 
     def csv_out(fh):
@@ -575,5 +581,11 @@ def write(results, out_dir, load=load_catalogue, release_root=None, secret_lines
         writer.writerows([inert(v) for v in row] for row in rows(ct))
     _replace(paths["mistakes.csv"], csv_out)
     _replace(paths["report.html"], lambda fh: fh.write(report_html(ct)))
-    _replace(paths["class_overview.html"], lambda fh: fh.write(overview_html(ct)))
+    extensions = {}
+    if late is not None and getattr(late, "extensions", None):
+        for result in results:
+            key = (result.get("student"), result.get("assignment"))
+            if None not in key and (said := late.describe_extension(*key)):
+                extensions[key] = said
+    _replace(paths["class_overview.html"], lambda fh: fh.write(overview_html(ct, extensions)))
     return list(paths.values())

@@ -217,3 +217,16 @@ def test_no_cell_of_mistakes_csv_is_a_formula(written):
             assert not value.startswith(("=", "+", "-", "@", "\t", "\r")), row
     assert report.inert("=1+1") == "'=1+1" and report.inert("\tx") == "'\tx" and report.inert("-2") == "'-2"
     assert report.inert("plain") == "plain" and report.inert(3) == 3
+
+
+def test_the_overview_shows_each_students_extension(tmp_path):
+    """Per-student extensions of the late policy appear beside the student's name (issue 29 item 6)."""
+    from autograder import lms
+    late = lms.LatePolicy.from_config({"due": {A: "2026-11-20T23:59:00+00:00"},
+                                       "extensions": {"first0": "2 days", "first1": {A: "36 hours"}}})
+    report.write(_class(), str(tmp_path), late=late)
+    page = (tmp_path / "class_overview.html").read_text()
+    assert "extension of 2 days" in page and "extension of 1 day 12 hours" in page, page[-2000:]
+    assert page.count("extension of") == 2
+    report.write(_class(), str(tmp_path))
+    assert "extension of" not in (tmp_path / "class_overview.html").read_text()
