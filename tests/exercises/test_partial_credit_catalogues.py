@@ -18,7 +18,7 @@ from tests.exercises import uncatalogued_encoder_decoder as wrong_10
 
 BEAM = bahdanau_attention.EXERCISES["bahdanau_attention_beam_search"]
 BLOCK = encoder_decoder.EXERCISES["encoder_decoder_block"]
-WITH_PARTS = {"beam": BEAM}
+WITH_PARTS = {"beam": BEAM, "block": BLOCK}
 
 # The part each catalogued mistake costs (the one the catalogue charges it to).
 EXPECTED_MISTAKE_PART = {
@@ -28,7 +28,7 @@ EXPECTED_MISTAKE_PART = {
         "unnormalised_ranking": "ranking",
     },
     "encoder_decoder_block": {
-        "no_causal_mask": "self_attention", "mask_to_self": "self_attention",
+        "no_causal_mask": "self_attention", "mask_to_self": "cross_attention",
         "causal_cross": "cross_attention", "keys_from_decoder": "cross_attention",
         "memory_normed": "cross_attention", "mask_not_passed": "cross_attention",
         "no_residual_cross": "arrangement", "cross_first": "arrangement", "one_norm": "arrangement",
@@ -50,7 +50,28 @@ EXPECTED_UNCATALOGUED = {
         "beam_hardcoded": set(),
         "beam_with_bos": set(),
     },
+    "encoder_decoder_block": {
+        "BlockNotCausal": {"cross_attention", "arrangement"},
+        "BlockNoSrcMask": {"self_attention", "arrangement"},
+        "BlockNormalisesMemory": {"self_attention", "arrangement"},
+        "BlockSelfAttendsTwice": {"self_attention", "arrangement"},
+        "BlockAlwaysPreNorm": {"self_attention", "cross_attention"},
+        "BlockNormsAfterResidualWrong": {"self_attention", "cross_attention"},
+        "BlockOneNorm": {"self_attention", "cross_attention"},
+        "BlockCrossFirst": {"self_attention", "cross_attention"},
+        "BlockGelu": {"self_attention", "cross_attention"},
+        "BlockPostNormFinalOnly": {"self_attention", "cross_attention"},
+        "BlockSwappedModules": {"arrangement"},
+        # a residual gone or taken from the normalised stream shows in every part's cases
+        "BlockNoMlpResidual": set(),
+        "BlockResidualFromNormed": set(),
+    },
 }
+# Wrong answers the hidden check passes (only the visible tests catch them: a graph cut, dropout
+# in training mode, a cache): the cell fails in the kernel and the judge keeps it at zero.
+VISIBLE_ONLY = {"BlockCachesMemory", "BlockUnderNoGrad", "BlockDetachedMlp", "BlockFrozenMlpWeights",
+                "BlockFrozenNorms", "BlockDropout"}
+CRASHES = {"beam_states_not_reindexed", "BlockMemoryAsQuery", "BlockInPlaceResidual"}
 
 
 def scores(exercise, answer):
@@ -105,13 +126,18 @@ def test_an_uncatalogued_wrong_answer_gets_only_the_parts_it_passes(grade_id, na
     assert fraction < 1.0
 
 
-def test_every_uncatalogued_wrong_beam_search_is_listed():
-    """A new wrong answer in uncatalogued_bahdanau_attention.py gets its expected parts here too."""
-    listed = set(EXPECTED_UNCATALOGUED["bahdanau_attention_beam_search"])
-    holes = {f.__name__ for f in wrong_04.HOLES.get("bahdanau_attention_beam_search", [])}
-    crash = {"beam_states_not_reindexed"}  # raises on a hidden case: no part can be judged
-    assert {f.__name__ for f in wrong_04.WRONG_ANSWERS["bahdanau_attention_beam_search"]} - holes - crash == listed
-    assert scores(BEAM, wrong_04.beam_states_not_reindexed)[0] == 0.0
+@pytest.mark.parametrize("exercise, module", [(BEAM, wrong_04), (BLOCK, wrong_10)], ids=["beam", "block"])
+def test_every_uncatalogued_wrong_answer_is_listed(exercise, module):
+    """A new wrong answer in tests/exercises/uncatalogued_*.py gets its expected parts here too;
+    one that crashes on a hidden case earns no part."""
+    listed = set(EXPECTED_UNCATALOGUED[exercise.grade_id])
+    holes = getattr(module, "HOLES", None) or {}  # {grade_id: [answers the hidden tests cannot see]}
+    holes = {f.__name__ for f in holes.get(exercise.grade_id, [])}
+    names = {f.__name__ for f in module.WRONG_ANSWERS[exercise.grade_id]} - holes
+    assert names - VISIBLE_ONLY - CRASHES == listed
+    for name in names & CRASHES:
+        fraction, parts, message = scores(exercise, getattr(module, name))
+        assert fraction == 0.0 and "Points by part" not in message
 
 
 # --- each part's evidence fails on an answer wrong in that part only ------------------------
@@ -151,6 +177,34 @@ def test_beam_parts_fail_on_wrong_input():
     def one_more(step, state, bos, eos, max_len, beam_width):
         return right(step, state, bos, eos, max_len, beam_width + 1)
     assert _beam_part_passes("finished", one_more) is not None
+
+
+def _block_part_fails(part_name, kind):
+    """The evidence of one DecoderBlock part on a block wrong in one sub-layer (`kind`)."""
+    class Wrong(BLOCK.reference):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if kind == "mlp":  # the MLP's output doubled
+                self.mlp.register_forward_hook(lambda module, inputs, output: 2 * output)
+
+        def forward(self, x, memory, src_mask=None):
+            if kind == "self":  # no causal mask
+                saved, self.self_attn.forward = self.self_attn.forward, (
+                    lambda q, k, mask=None, causal=False: saved(q, k, mask, causal=False))
+            if kind == "cross":  # the source's padding read
+                saved, self.cross_attn.forward = self.cross_attn.forward, (
+                    lambda q, k, mask=None, causal=False: saved(q, k, None, causal=causal))
+            return super().forward(x, memory, src_mask)
+    results = [(case, BLOCK.run(Wrong, case)) for case in BLOCK.cases()]
+    part = next(p for p in BLOCK.parts if p.name == part_name)
+    return BLOCK.part_evidence(part, results)
+
+
+@pytest.mark.parametrize("kind, part", [("self", "self_attention"), ("cross", "cross_attention"), ("mlp", "arrangement")])
+def test_block_parts_fail_on_wrong_input_and_only_there(kind, part):
+    assert _block_part_fails(part, kind) is not None
+    for other in {p.name for p in BLOCK.parts} - {part}:
+        assert _block_part_fails(other, kind) is None
 
 
 def test_a_crash_or_a_forbidden_call_earns_no_part():

@@ -17,6 +17,8 @@ reference and from every other mistake):
   case has real scores near -3e4, so that padding filled with -1e4 instead of -inf shows.
 * block: both arrangements; LayerNorms with random weights and biases (a norm in the wrong
   place, or one norm reused, shows); cases with a source mask have T == S for the same reason.
+  It is worth 3 points, one per part (BLOCK_PARTS): the last six cases silence all sub-layers
+  but one (their last weights zero), so that each part is judged with the others out of the way.
 * teacher_forcing: a random float64 `TransformerSeq2Seq` (weights larger than at
   initialisation, so every input changes the loss), padded sources, targets ending in EOS; the
   last case's BOS is not dates.BOS (an answer ignoring its `bos` argument shows).
@@ -271,7 +273,34 @@ def block_cases(seed):
         cases.append({"init_args": [d_model, num_heads, d_ff], "init_kwargs": {"norm_first": norm_first},
                       "weights": weights, "forward_args": [x, memory], "forward_kwargs": {"src_mask": mask},
                       "describe": describe})
+    # Blocks with sub-layers silenced (their output projection set to zero, so they add nothing):
+    # each judges one part of the block (BLOCK_PARTS) with the others out of the way. Both
+    # arrangements, a padded source with T == S (so that a mask given to the wrong sub-layer runs).
+    for keep in ("self_attn", "cross_attn", "mlp"):
+        for norm_first in (True, False):
+            d_model, num_heads, d_ff, B, T, S, lengths = 8, 2, 16, 2, 5, 5, [5, 3]
+            weights = block_weights(d_model, d_ff, g)
+            for silent in {"self_attn", "cross_attn", "mlp"} - {keep}:
+                names = ["mlp.2.weight", "mlp.2.bias"] if silent == "mlp" else [f"{silent}.out_proj.weight"]
+                for name in names:
+                    weights[name] = torch.zeros_like(weights[name])
+            x = 2.0 * torch.randn(B, T, d_model, generator=g) + 1.0
+            memory = 2.0 * torch.randn(B, S, d_model, generator=g) - 0.5
+            mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
+            only = {"self_attn": "the self-attention", "cross_attn": "the cross-attention", "mlp": "the MLP"}[keep]
+            cases.append({"init_args": [d_model, num_heads, d_ff], "init_kwargs": {"norm_first": norm_first},
+                          "weights": weights, "forward_args": [x, memory], "forward_kwargs": {"src_mask": mask},
+                          "describe": (f"d_model={d_model}, num_heads={num_heads}, d_ff={d_ff}, norm_first={norm_first}, "
+                                       f"x {tuple(x.shape)}, memory {tuple(memory.shape)}, src_mask {tuple(mask.shape)}; "
+                                       f"only {only} and the norms at work, the other sub-layers' last "
+                                       "weights set to zero")})
     return cases
+
+
+# The attention parts are judged on the pre-norm cases, where a norm touches only its sub-layer's
+# input (so a post-norm arrangement mistake, the last part's, does not cost them too); the
+# post-norm ones still count for the whole answer.
+BLOCK_SELF_CASES, BLOCK_CROSS_CASES, BLOCK_MLP_CASES = (5,), (7,), (9, 10)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,6 +353,25 @@ BLOCK_MISTAKES = tuple(
          "your block computes the post-norm arrangement even when norm_first=True; pre-norm "
          "normalises each sub-layer's input only: x = x + self_attn(h, h, causal=True) with h = norm1(x)."),
     ]
+)
+
+
+# The three points of the decoder block, one per part (see mistakes.Part). A part's evidence is
+# the cases where it is the only sub-layer at work; the norms and the residuals are at work in
+# every case, so an uncatalogued mistake in them (a residual dropped) can cost more than their
+# part, while a wrong attention costs its own part only. A catalogued mistake costs the one part it is charged to:
+# giving src_mask to the self-attention is charged to the cross-attention, which lacks it.
+BLOCK_PARTS = (
+    framework.Part("self_attention", 1 / 3, "the masked self-attention sub-layer (causal, over the decoder's "
+                   "own stream)", mistakes=("no_causal_mask",), cases=BLOCK_SELF_CASES),
+    framework.Part("cross_attention", 1 / 3, "the cross-attention sub-layer (queries from the decoder, keys and "
+                   "values from the encoder's output as it is, src_mask on the source)",
+                   mistakes=("causal_cross", "keys_from_decoder", "memory_normed", "mask_not_passed",
+                             "mask_to_self"), cases=BLOCK_CROSS_CASES),
+    framework.Part("arrangement", 1 / 3, "the MLP, the residual connections, the three LayerNorms and the "
+                   "order of the sub-layers, pre-norm and post-norm",
+                   mistakes=("cross_first", "no_residual_cross", "one_norm", "always_pre", "always_post"),
+                   cases=BLOCK_MLP_CASES),
 )
 
 
@@ -557,6 +605,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
         reference=reference.DecoderBlock,
         make_cases=block_cases,
         mistakes=BLOCK_MISTAKES,
+        parts=BLOCK_PARTS,
         forbidden=TRANSFORMER_BUILTINS + ATTENTION_BUILTINS[2:] + MODEL_PARTS,
         output_names=("your block's output",),
         crash_hint="x is (B, T, d_model) and memory (B, S, d_model); self.self_attn(h, h, causal=True) and "
