@@ -117,12 +117,30 @@ def top_p_probs_shifted(logits, p):
     return kept / kept.sum(dim=-1, keepdim=True)
 
 
+def top_k_probs_argsort(logits, k, temperature=1.0):
+    """A stable ascending argsort of the negated logits: equal logits keep their index order at any
+    row length (many tied logits included)."""
+    z, k = (logits, 1) if temperature == 0 else (logits / temperature, k)
+    order = torch.argsort(-z, dim=-1, stable=True)
+    keep = torch.zeros_like(z, dtype=torch.bool).scatter(-1, order[..., :k], True)
+    return torch.softmax(z.masked_fill(~keep, float("-inf")), dim=-1)
+
+
+def top_p_probs_argsort(logits, p):
+    """The same nucleus ranked by a stable ascending argsort of the negated probabilities."""
+    probs = torch.softmax(logits, dim=-1)
+    order = torch.argsort(-probs, dim=-1, stable=True)
+    ranked = probs.gather(-1, order)
+    keep = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, ranked.cumsum(-1) - ranked < p)
+    return torch.softmax(logits.masked_fill(~keep, float("-inf")), dim=-1)
+
+
 ALTERNATIVES = {
     "fast_generation_kv_cache": [forward_with_cache_sdpa, forward_with_cache_token_by_token],
     "fast_generation_cache_bytes": [kv_cache_bytes_prod, kv_cache_bytes_by_groups],
     # Worked out with NumPy: np.prod(...) / 2**30 is a NumPy float; np.float32 holds 3 exactly
     "fast_generation_predict_cache": [3, 3.0, 3 * 2**30 / 2**30, np.prod([2, 32, 8192, 8, 128, 2, 3]) / 2**30,
                                       np.float32(3.0)],
-    "fast_generation_top_k": [top_k_probs_loop, top_k_probs_rank],
-    "fast_generation_top_p": [top_p_probs_loop, top_p_probs_shifted],
+    "fast_generation_top_k": [top_k_probs_loop, top_k_probs_rank, top_k_probs_argsort],
+    "fast_generation_top_p": [top_p_probs_loop, top_p_probs_shifted, top_p_probs_argsort],
 }

@@ -530,6 +530,87 @@ def tp_tolerance_below_p(logits, p):
     return r / r.sum(dim=-1, keepdim=True)
 
 
+def tk_unstable_sort(logits, k, temperature=1.0):
+    """torch.sort without stable=True: right while at most 16 logits tie (the CPU sort happens to keep
+    their order then), wrong for 17 or more."""
+    z, k = (logits, 1) if temperature == 0 else (logits / temperature, k)
+    order = torch.sort(z, dim=-1, descending=True).indices
+    keep = torch.zeros_like(z, dtype=torch.bool).scatter(-1, order[..., :k], True)
+    return torch.softmax(z.masked_fill(~keep, float("-inf")), dim=-1)
+
+
+def tk_flattened_batch(logits, k, temperature=1.0):
+    """The k largest logits of the whole batch, flattened, instead of k per row."""
+    z, k = (logits, 1) if temperature == 0 else (logits / temperature, k)
+    flat = z.reshape(-1)
+    keep = torch.zeros_like(flat, dtype=torch.bool)
+    keep[torch.topk(flat, min(k, flat.numel())).indices] = True
+    return torch.softmax(z.masked_fill(~keep.reshape(z.shape), float("-inf")), dim=-1)
+
+
+def tp_unstable_sort(logits, p):
+    """torch.sort without stable=True: right while at most 16 probabilities tie, wrong for more."""
+    return _topp(logits, p, stable=False)
+
+
+def tp_sorted_over_dim0(logits, p):
+    """Softmax over the vocabulary, but sorted, summed and scattered over dim=0."""
+    probs = torch.softmax(logits, dim=-1)
+    sp, order = torch.sort(probs, dim=0, descending=True, stable=True)
+    keep = torch.zeros_like(probs, dtype=torch.bool).scatter(0, order, sp.cumsum(0) - sp < p)
+    kept = probs * keep
+    return kept / kept.sum(-1, keepdim=True)
+
+
+def tp_everything_over_dim0(logits, p):
+    """Every step over dim=0 (right for a single row)."""
+    probs = torch.softmax(logits, dim=0)
+    sp, order = torch.sort(probs, dim=0, descending=True, stable=True)
+    keep = torch.zeros_like(probs, dtype=torch.bool).scatter(0, order, torch.cumsum(sp, dim=0) - sp < p)
+    kept = probs * keep
+    return kept / kept.sum(dim=0, keepdim=True)
+
+
+def _fwc_norms(model, tokens, cache=None, attention_norm=True, final_norm=True):
+    """_fwc with the attention's layer norm or the final one left out."""
+    T_new = tokens.shape[1]
+    T_past = 0 if cache is None else cache[0][0].shape[2]
+    x = model.embed(tokens, torch.arange(T_past, T_past + T_new))
+    new_cache = []
+    for i, block in enumerate(model.blocks):
+        a = block.attn
+        h = block.norm1(x) if attention_norm else x
+        q, k, v = a.split_heads(a.q_proj(h)), a.split_heads(a.k_proj(h)), a.split_heads(a.v_proj(h))
+        if cache is not None:
+            k, v = torch.cat([cache[i][0], k], dim=2), torch.cat([cache[i][1], v], dim=2)
+        new_cache.append((k, v))
+        allowed = torch.ones(T_new, T_past + T_new, dtype=torch.bool).tril(diagonal=T_past)
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(a.head_dim)).masked_fill(~allowed, float("-inf"))
+        x = x + a.out_proj(a.merge_heads(torch.softmax(scores, -1) @ v))
+        x = x + block.mlp(block.norm2(x))
+    return model.head(model.norm(x) if final_norm else x), new_cache
+
+
+def fwc_no_attention_norm(model, tokens, cache=None):
+    """Projects q, k, v from x instead of block.norm1(x)."""
+    return _fwc_norms(model, tokens, cache, attention_norm=False)
+
+
+def fwc_no_final_norm(model, tokens, cache=None):
+    """model.head(x) without the final model.norm."""
+    return _fwc_norms(model, tokens, cache, final_norm=False)
+
+
+def fwc_no_scale(model, tokens, cache=None):
+    """Scores not divided at all."""
+    return _fwc(model, tokens, cache, scale=1.0)
+
+
+def fwc_mask_hides_self_everywhere(model, tokens, cache=None):
+    """tril(diagonal=T_past - 1) on every call, the prompt included."""
+    return _fwc(model, tokens, cache, mask=lambda n, tk: torch.ones(n, tk, dtype=torch.bool).tril(diagonal=tk - n - 1))
+
+
 WRONG_ANSWERS = {
     "fast_generation_kv_cache": [
         fwc_state_on_model, fwc_float_mask, fwc_new_keys_first,
@@ -538,6 +619,7 @@ WRONG_ANSWERS = {
         fwc_modifies_cache, fwc_scale_d_model, fwc_one_cache_for_all_blocks, fwc_batch_zero_cache,
         fwc_recompute_then_slice, fwc_last_position_only, fwc_mask_diag_tpast_minus_one,
         fwc_cache_before_split,
+        fwc_no_attention_norm, fwc_no_final_norm, fwc_no_scale, fwc_mask_hides_self_everywhere,
     ],
     "fast_generation_predict_cache": [AlwaysEqualFloat(7.0)] + [
         v for k, v in vars(predicted_gib_values).items() if not k.startswith("_")],
@@ -551,11 +633,13 @@ WRONG_ANSWERS = {
         tk_topk, tk_threshold_keeps_ties, tk_multiplies_temperature, tk_eps_temperature, tk_divides_in_place,
         tk_keeps_k_plus_one, tk_ties_to_higher_index, tk_greedy_ignores_ties_last,
         tk_kth_index_crash, tk_last_axis_2d_only, tk_temperature_after_softmax_topk_ignored_when_greedy_k,
+        tk_unstable_sort, tk_flattened_batch,
     ],
     "fast_generation_top_p": [
         tp_gather_to_unsort, tp_tolerance_below_p,
         tp_stop_before_crossing, tp_inclusive_le, tp_exclusive_le, tp_no_renormalise, tp_no_sort, tp_ascending,
         tp_modifies_logits, tp_sorted_order, tp_softmax_wrong_axis, tp_threshold_on_prob,
+        tp_unstable_sort, tp_sorted_over_dim0, tp_everything_over_dim0,
     ],
 }
 

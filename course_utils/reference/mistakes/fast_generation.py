@@ -95,6 +95,8 @@ def _forward_variant(kind):
         B, T_new = tokens.shape
         past = 0 if cache is None else cache[0][0].shape[2]
         start = 0 if kind == "positions_from_zero" else past
+        if kind == "positions_plus_one" and cache is not None:
+            start = past + 1
         x = model.embed(tokens, torch.arange(start, start + T_new))
         if kind == "cache_not_used":
             keys_seen = T_new
@@ -102,11 +104,15 @@ def _forward_variant(kind):
         else:
             keys_seen = past + T_new
             offset = 0 if kind == "top_left_mask" else past
+            if kind == "mask_hides_self":
+                offset -= 1
             allowed = torch.ones(T_new, keys_seen, dtype=torch.bool).tril(diagonal=offset)
+            if kind == "no_mask" or (kind == "no_mask_after_prompt" and cache is not None):
+                allowed = torch.ones(T_new, keys_seen, dtype=torch.bool)
         new_cache = [] if kind != "in_place" or cache is None else cache
         for layer, block in enumerate(model.blocks):
             attn = block.attn
-            h = block.norm1(x)
+            h = x if kind in ("no_block_norm", "no_attention_norm") else block.norm1(x)
             q = attn.split_heads(attn.q_proj(h))
             k_new = attn.split_heads(attn.k_proj(h))
             v_new = attn.split_heads(attn.v_proj(h))
@@ -118,17 +124,18 @@ def _forward_variant(kind):
                     k_past, v_past = k_past[:1].expand_as(k_past), v_past[:1].expand_as(v_past)
                 k, v = torch.cat([k_past, k_new], dim=2), torch.cat([v_past, v_new], dim=2)
             attend_k, attend_v = (k_new, v_new) if kind == "cache_not_used" else (k, v)
-            scores = q @ attend_k.transpose(-2, -1) / attn.head_dim ** 0.5
+            d_scale = {"scale_d_model": attn.head_dim * attn.num_heads, "no_scale": 1}.get(kind, attn.head_dim)
+            scores = q @ attend_k.transpose(-2, -1) / d_scale ** 0.5
             weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
             x = x + attn.out_proj(attn.merge_heads(weights @ attend_v))
-            x = x + block.mlp(block.norm2(x))
+            x = x + block.mlp(x if kind == "no_block_norm" else block.norm2(x))
             if kind == "appended_twice":
                 k, v = torch.cat([k, k_new], dim=2), torch.cat([v, v_new], dim=2)
             if kind == "in_place" and cache is not None:
                 new_cache[layer] = (k, v)
             else:
                 new_cache.append((k, v))
-        return model.head(model.norm(x)), new_cache
+        return model.head(x if kind == "no_final_norm" else model.norm(x)), new_cache
 
     return compute
 
@@ -138,12 +145,52 @@ KV_CACHE_MISTAKES = (
             "the new tokens got positions 0, 1, ... again: a token that continues a sequence of "
             "T_past cached tokens sits at position T_past (positions = torch.arange(T_past, T_past + T_new)).",
             _forward_variant("positions_from_zero")),
+    Mistake("positions_plus_one",
+            "your new tokens start at position T_past + 1: the cached tokens sit at positions "
+            "0 .. T_past - 1, so the first new token is at T_past (positions = torch.arange(T_past, T_past + T_new)).",
+            _forward_variant("positions_plus_one")),
     Mistake("top_left_mask",
             "your causal mask hides the cached keys: with T_past keys in the cache, new query i sits at "
             "position T_past + i and may see keys 0 .. T_past + i, so the mask of shape (T_new, T_past + T_new) "
             "is torch.ones(...).tril(diagonal=T_past); a plain tril (or is_causal=True) lets a one-token "
             "query see only the first key and hides the newest.",
             _forward_variant("top_left_mask")),
+    Mistake("no_mask",
+            "your attention has no causal mask, so a token sees the tokens after it (in the prompt, and "
+            "among several new tokens): before the softmax, fill with -inf the scores outside "
+            "torch.ones(T_new, T_past + T_new, dtype=torch.bool).tril(diagonal=T_past).",
+            _forward_variant("no_mask")),
+    Mistake("no_mask_after_prompt",
+            "you masked the prompt but not the calls that come with a cache: one new token may see every "
+            "key, but when several new tokens come at once new token i must not see the ones after it; "
+            "use torch.ones(T_new, T_past + T_new, dtype=torch.bool).tril(diagonal=T_past) on every call.",
+            _forward_variant("no_mask_after_prompt")),
+    Mistake("mask_hides_self",
+            "your mask hides each token's own key (its diagonal is one too low): new query i sits at "
+            "position T_past + i and sees keys 0 .. T_past + i, itself included, so use tril(diagonal=T_past), "
+            "not T_past - 1 (the first token of the prompt otherwise sees nothing and gives nan).",
+            _forward_variant("mask_hides_self")),
+    Mistake("scale_d_model",
+            "you divided the scores by sqrt(d_model): each head divides its scores by the square root of "
+            "its own key size, attn.head_dim (d_model / num_heads).",
+            _forward_variant("scale_d_model")),
+    Mistake("no_scale",
+            "your scores are not divided by sqrt(head_dim): scores = q @ k.transpose(-2, -1) / "
+            "attn.head_dim ** 0.5, as in the model's own attention.",
+            _forward_variant("no_scale")),
+    Mistake("no_block_norm",
+            "your blocks skip their layer norms: the blocks are pre-norm, so the queries, keys and values "
+            "are projections of h = block.norm1(x), and the MLP reads block.norm2(x); the residual adds "
+            "to x itself.",
+            _forward_variant("no_block_norm")),
+    Mistake("no_attention_norm",
+            "your attention reads x itself, not h = block.norm1(x): the blocks are pre-norm, so the "
+            "queries, keys and values are projections of the normalised h (the residual adds to x).",
+            _forward_variant("no_attention_norm")),
+    Mistake("no_final_norm",
+            "your logits skip the final layer norm: logits = model.head(model.norm(x)), as in the "
+            "model's own forward.",
+            _forward_variant("no_final_norm")),
     Mistake("cache_not_used",
             "your new tokens attend only to each other: the keys and values of the earlier tokens come "
             "from the cache, concatenated before the new ones (torch.cat([k_past, k_new], dim=2)).",
@@ -255,6 +302,12 @@ def _rank(scaled):
 def _top_k_variant(kind):
     def compute(logits, k, temperature=1.0):
         V = logits.shape[-1]
+        if kind == "whole_batch":  # the k largest logits of the flattened batch, not of each row
+            scaled, k = (logits, 1) if temperature == 0 else (logits / temperature, k)
+            flat = scaled.reshape(-1)
+            keep = torch.zeros_like(flat, dtype=torch.bool)
+            keep[torch.sort(flat, descending=True, stable=True).indices[:k]] = True
+            return torch.softmax(scaled.masked_fill(~keep.reshape(scaled.shape), float("-inf")), dim=-1)
         if temperature == 0 and kind == "zero_ties_split":
             top = (logits == logits.max(dim=-1, keepdim=True).values).to(logits.dtype)
             return top / top.sum(dim=-1, keepdim=True)
@@ -296,6 +349,10 @@ def top_k_cases(seed):
         ((torch.tensor([[1.0, 3.0, 0.0, 3.0], [0.2, -1.0, 0.1, 0.0]], dtype=d), 2), {"temperature": 0.0}),
         ((1.5 * torch.randn(5, generator=g, dtype=d), 10), {"temperature": 1.3}),
         ((torch.randn(2, 3, 6, generator=g, dtype=d), 4), {"temperature": 2.0}),
+        # 20 equal logits: torch.sort without stable=True orders 17 or more equal values in no
+        # particular order on the CPU (fewer happen to come out in index order), so only a row this
+        # long shows an unstable sort; the first 3 indices are kept.
+        ((torch.zeros(2, 20, dtype=d), 3), {"temperature": 0.5}),
     ]
 
 
@@ -335,6 +392,11 @@ TOP_K_MISTAKES = (
             "you set the other tokens to zero but did not renormalise: the kept probabilities must "
             "sum to one (softmax over the kept logits only).",
             _top_k_variant("not_renormalised")),
+    Mistake("whole_batch",
+            "you kept the k largest logits of the whole batch (the logits flattened), so some rows "
+            "keep none (nan) and others more than k: every row is its own distribution, rank it "
+            "along the last axis, torch.sort(scaled, dim=-1, descending=True, stable=True).",
+            _top_k_variant("whole_batch")),
 )
 
 
@@ -342,6 +404,14 @@ TOP_K_MISTAKES = (
 
 def _top_p_variant(kind):
     def compute(logits, p):
+        if kind in ("ranked_first_axis", "all_first_axis"):  # sorted and summed down the batch, dim 0
+            axis = 0 if kind == "all_first_axis" else -1
+            probs = torch.softmax(logits, dim=axis)
+            ranked = torch.sort(probs, dim=0, descending=True, stable=True)
+            keep = torch.zeros_like(probs, dtype=torch.bool).scatter(
+                0, ranked.indices, ranked.values.cumsum(0) - ranked.values < p)
+            kept = probs * keep
+            return kept / kept.sum(dim=axis, keepdim=True)
         if kind == "softmax_first_axis":  # softmax over dim 0; then the probabilities sorted and kept
             probs = torch.softmax(logits, dim=0)
             ranked = torch.sort(probs, dim=-1, descending=True, stable=True)
@@ -386,6 +456,10 @@ def top_p_cases(seed):
         # The tokens before the last sum to p - 1e-5, just below p: the last token is kept (an answer
         # that compares with p minus a tolerance, "to be safe at p exactly", drops it).
         ((torch.log(torch.tensor([[0.5, 0.29999, 0.20001]], dtype=d)), 0.8), {}),
+        # 32 equal logits (each 1/32, exact): the first 7 are kept (6/32 < 0.2 <= 7/32). torch.sort
+        # without stable=True orders 17 or more equal values in no particular order on the CPU (up
+        # to 16 happen to come out in index order), so only a row this long shows an unstable sort.
+        ((torch.zeros(2, 32, dtype=d), 0.2), {}),
     ]
 
 
@@ -418,6 +492,16 @@ TOP_P_MISTAKES = (
             "your softmax runs over the first axis (dim=0), across the rows of the batch: each row's "
             "distribution is over its own vocabulary, the last axis, torch.softmax(logits, dim=-1).",
             _top_p_variant("softmax_first_axis")),
+    Mistake("ranked_first_axis",
+            "you sorted and summed the probabilities over the first axis (dim=0), down the batch: "
+            "each row is ranked and summed within its own vocabulary, the last axis "
+            "(torch.sort(..., dim=-1, descending=True, stable=True), cumsum(dim=-1)).",
+            _top_p_variant("ranked_first_axis")),
+    Mistake("all_first_axis",
+            "your softmax, sort, cumulative sum and renormalisation all run over the first axis "
+            "(dim=0), down the batch: every row is its own distribution over the vocabulary, the last "
+            "axis, so use dim=-1 throughout.",
+            _top_p_variant("all_first_axis")),
 )
 
 
