@@ -314,19 +314,18 @@ class SandboxedExecute(Execute):
         return cell, resources
 
     def _judge(self, cell, index):
-        """Put the verdict of the hidden check first among the cell's outputs (see judge.py)."""
-        if self._cases is None:
-            _judged_outputs(cell)
-            return
-        failed = any(o.get("output_type") == "error" for o in cell.outputs)
-        try:
-            sentence = judge.verdict(cell.source, self._probe.get(index, []), failed, self._cases)
-        except Exception as exc:  # noqa: BLE001 - a grader bug must fail loudly, not pass the cell
-            self.log.error("judging cell %s failed: %r", _name(cell, index), exc)
-            sentence = f"the grader could not judge this cell ({type(exc).__name__}); tell your instructor"
-        if sentence:
-            cell.outputs.insert(0, _error("GradingError", sentence))
+        """Put the verdict of the hidden check first among the cell's outputs, or the partial
+        score it earns (judge.apply, see judge.py)."""
+        sentence = None
+        if self._cases is not None:
+            failed = any(o.get("output_type") == "error" for o in cell.outputs)
+            try:
+                sentence = judge.verdict(cell.source, self._probe.get(index, []), failed, self._cases)
+            except Exception as exc:  # noqa: BLE001 - a grader bug must fail loudly, not pass the cell
+                self.log.error("judging cell %s failed: %r", _name(cell, index), exc)
+                sentence = f"the grader could not judge this cell ({type(exc).__name__}); tell your instructor"
         _judged_outputs(cell)
+        judge.apply(cell, sentence)
 
     async def _async_verify(self):
         msg_id = await ensure_async(self.kc.execute(VERIFY, silent=True, store_history=False))

@@ -29,6 +29,66 @@ def _num(x):
     return f"{x:g}" if x is not None else ""
 
 
+# A test cell of an exercise with separable parts (mistakes.Part) gets, below its own row in
+# grades_by_cell.csv, one row per part: grade_id `<test cell id>:<part name>`, the part's points
+# and its maximum (the cell's max_score times the part's share). The cell's own row, and
+# grades.csv, keep nbgrader's score; the part rows only split it.
+PART_SEPARATOR = ":"
+
+
+def _parts_of(assignment):
+    """{test cell grade_id: the exercise's parts} of an assignment's catalogue."""
+    try:
+        exercises = report.load_catalogue(assignment)
+    except Exception:  # noqa: BLE001 - a broken catalogue already failed the grading itself
+        return {}
+    return {f"{gid}_tests": tuple(ex.parts) for gid, ex in exercises.items() if getattr(ex, "parts", ())}
+
+
+def _graded_parts(batch, student, assignment, notebook, grade_id):
+    """The judge's record of a partially credited cell (judge.PARTS_KEY), or None."""
+    work = getattr(batch, "work", None)
+    if not work:
+        return None
+    path = os.path.join(work, "shards", assignment, student, "autograded", student, assignment, notebook + ".ipynb")
+    try:
+        import nbformat
+        nb = nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 - no notebook: the parts are told from the score alone
+        return None
+    from .judge import PARTS_KEY
+    for cell in nb.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+            record = cell.get("metadata", {}).get(PARTS_KEY)
+            return record if isinstance(record, dict) else None
+    return None
+
+
+def _part_rows(batch, parts, row):
+    """The rows of one cell's parts, from its grades_by_cell row [s, a, nb, gid, score, max, status].
+    Full or zero marks split evenly into full or zero parts; a partial score is split as the judge
+    recorded it, when that record adds up to the score (else the parts' scores are left empty)."""
+    s, a, nb, gid, score, max_score, status = row
+    maxima = [float(max_score or 0) * p.share for p in parts]
+    if score == "":
+        scores = [None] * len(parts)
+    elif float(score) >= float(max_score or 0):
+        scores = maxima
+    elif float(score) == 0:
+        scores = [0.0] * len(parts)
+    else:
+        record = _graded_parts(batch, s, a, nb, gid) or {}
+        got = {p.get("name"): p.get("points") for p in record.get("parts", []) if isinstance(p, dict)}
+        try:
+            scores = [float(got[p.name]) for p in parts]
+            if abs(sum(scores) - float(score)) > 1e-3:
+                raise ValueError("the parts do not add up to the cell's score")
+        except (KeyError, TypeError, ValueError):
+            scores = [None] * len(parts)
+    return [[s, a, nb, f"{gid}{PART_SEPARATOR}{p.name}", _num(None if v is None else round(v, 4)),
+             _num(round(m, 4)), status] for p, v, m in zip(parts, scores, maxima)]
+
+
 def _template_cells(db_path):
     """[(notebook, grade_id, max_score)] of an assignment's template gradebook."""
     from nbgrader.api import Gradebook
@@ -206,6 +266,7 @@ def write_all(batch, taken, results, assignments):
     for a in assignments:
         template = _template_cells(batch.prepared[a]["template_db"])
         max_total = sum(m for _, _, m in template)
+        parts, first_row = _parts_of(a), len(by_cell)
         for s in students:
             r = results.get((s, a))
             if r is None:
@@ -236,6 +297,12 @@ def write_all(batch, taken, results, assignments):
                 # nbgrader's feedback folder layout: `nbgrader release_feedback` can serve it
                 for name, text in sorted(subs[(s, a)].exchange_files.items()):
                     copies.append((_text, text, os.path.join(fb_root, s, a, name)))
+        if parts:  # each cell with parts is followed by one row per part
+            rows, by_cell[first_row:] = by_cell[first_row:], []
+            for row in rows:
+                by_cell.append(row)
+                if row[3] in parts:
+                    by_cell.extend(_part_rows(batch, parts[row[3]], row))
     header = ["student_id", "assignment", "score", "max_score", "status"]
     lms_rows = [{"student_id": g[0], "assignment": g[1], "score": float(g[2]) if g[2] else None,
                  "max_score": float(g[3]) if g[3] else 0.0, "status": g[4]} for g in grades]

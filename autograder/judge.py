@@ -22,7 +22,24 @@ as they arrive and hands them to `verdict` when the cell has finished:
   in the kernel, the "diagnose" record names the catalogued mistake if there is one.
 
 The failure is put first among the cell's outputs as a `GradingError`, so nbgrader scores the
-cell zero and the feedback shows the mistake's sentence.
+cell zero and the feedback shows the mistake's sentence (`apply`).
+
+Partial credit. An exercise whose catalogue declares separable parts (`Exercise.parts`:
+name, share of the points, its evidence, a sentence) is not all or nothing: a wrong answer's
+`PartialCredit` says which parts it passed (a catalogued mistake costs the one part it is
+charged to; any other wrong answer gets only the parts whose evidence it passes). When some
+part passed, `verdict` returns a `Partial` sentence and `apply` writes the score the way
+nbgrader reads partial credit: the cell's first output becomes an `execute_result` whose text
+is the number of points (nbgrader's `determine_grade` takes it as the cell's score), the
+kernel's own errors in that cell become printed text (they would score it zero), and the cell's
+metadata records each part's points (`PARTS_KEY`, read by export for grades_by_cell.csv). A
+student cannot write that number: every `execute_result` of a test cell was already turned into
+display data (execute._judged_outputs) and `apply` runs after it, in the grader, on the judge's
+own fraction; a `TamperError` still scores zero, and `PARTS_KEY` is removed from every judged
+cell before anything is written. Where the visible tests failed in the kernel (a partly right
+answer usually fails one), the parts are read from the "diagnose" record the hidden block sent
+before them; an answer right on every hidden case whose cell failed in the kernel keeps zero,
+as before. A cell that checks several exercises gets partial credit only if it checks one.
 """
 import base64
 import binascii
@@ -30,10 +47,34 @@ import collections
 import importlib
 import re
 
+from nbformat import NotebookNode
+
 from course_utils.grading import GradingError, probe
 
 CATALOGUE = re.compile(r"""hidden\.catalogue\(\s*["'](\w+)["']\s*\)""")
 CHECKED = re.compile(r"""catalogue\.check\(\s*["'](\w+)["']""")
+
+
+# Cell metadata key: the parts of a partially credited test cell, written by `apply` only.
+PARTS_KEY = "autograder_parts"
+
+
+class Partial(str):
+    """A failing verdict that still earns `fraction` of the cell's points: the sentence, with
+    `parts` (the catalogue's PartScore of each part)."""
+
+    def __new__(cls, sentence, parts, fraction):
+        self = super().__new__(cls, sentence)
+        self.parts, self.fraction = tuple(parts), float(fraction)
+        return self
+
+
+def _failure(error):
+    """The verdict of a GradingError: a Partial when it carries parts of which some passed."""
+    parts = getattr(error, "parts", None)
+    if parts and 0 < getattr(error, "fraction", 0) < 1:
+        return Partial(str(error), parts, error.fraction)
+    return str(error)
 
 
 def expected(source):
@@ -100,6 +141,14 @@ def verdict(source, messages, failed_in_kernel, cases):
             checks[message["grade_id"]].append(message)
         elif message.get("mode") == probe.DIAGNOSE:
             diagnoses[message["grade_id"]] = message  # names a mistake only, so the last one will do
+    sentence = _verdict(topic, grade_ids, checks, diagnoses, calls, failed_in_kernel, cases)
+    if isinstance(sentence, Partial) and len(grade_ids) > 1:
+        return str(sentence)  # several exercises in one cell: all or nothing, as before
+    return sentence
+
+
+def _verdict(topic, grade_ids, checks, diagnoses, calls, failed_in_kernel, cases):
+    partial = None  # the least partial credit of the records judged so far; any other failure wins
     for grade_id in grade_ids:
         spec = cases.spec(grade_id)
         if spec is None:
@@ -124,17 +173,70 @@ def verdict(source, messages, failed_in_kernel, cases):
             try:
                 exercise.judge(records, generic=True, spec=spec)
             except GradingError as error:
-                return str(error)
-    return None
+                sentence = _failure(error)
+                if not isinstance(sentence, Partial):
+                    return sentence
+                if partial is None or sentence.fraction < partial.fraction:
+                    partial = sentence
+    return partial
 
 
 def _named_mistake(exercise, message, spec):
-    """The catalogued mistake's sentence from a diagnose record, if it names one."""
+    """The catalogued mistake's sentence from a diagnose record, if it names one; for an
+    exercise with parts, also the parts an uncatalogued wrong answer passed, if any."""
     records = _records(message) if message is not None else None
     if records is None or isinstance(records, probe.LimitError):
         return None
     try:
         exercise.judge(records, generic=False, spec=spec)
     except GradingError as error:
-        return str(error)
+        return _failure(error)
+    if getattr(exercise, "parts", ()):
+        try:
+            exercise.judge(records, generic=True, spec=spec)
+        except GradingError as error:
+            sentence = _failure(error)
+            return sentence if isinstance(sentence, Partial) else None
     return None
+
+
+def apply(cell, sentence):
+    """Write the verdict into a judged test cell, after execute._judged_outputs: nothing for
+    None; a `GradingError` first for a failing sentence (the cell scores zero); for a `Partial`,
+    the points it earns (see the module's docstring)."""
+    metadata = cell.setdefault("metadata", NotebookNode())
+    metadata.pop(PARTS_KEY, None)
+    if not sentence:
+        return
+    points = _points(cell)
+    tampered = any(o.get("output_type") == "error" and o.get("ename") == "TamperError" for o in cell.outputs)
+    if not isinstance(sentence, Partial) or tampered or points is None:
+        cell.outputs.insert(0, _error("GradingError", str(sentence)))
+        return
+    parts = [{"name": p.name, "title": p.title, "passed": bool(p.passed),
+              "points": round(points * p.share, 4) if p.passed else 0.0, "max_points": round(points * p.share, 4)}
+             for p in sentence.parts]
+    score = round(sum(p["points"] for p in parts), 4)
+    note = (f"Partial credit: {score:g} of {points:g} points. {sentence}\n")
+    kept = []
+    for output in cell.outputs:
+        if output.get("output_type") == "error":  # a visible check that failed: shown, not scored
+            output = NotebookNode(output_type="stream", name="stdout",
+                                  text=f"{output.get('ename', 'Error')}: {output.get('evalue', '')}\n")
+        kept.append(output)
+    cell.outputs = [NotebookNode(output_type="execute_result", execution_count=cell.get("execution_count"),
+                                 data={"text/plain": f"{score:g}"}, metadata={}),
+                    NotebookNode(output_type="stream", name="stdout", text=note)] + kept
+    metadata[PARTS_KEY] = {"score": score, "max_score": points, "message": str(sentence)[:2000], "parts": parts}
+
+
+def _points(cell):
+    try:
+        points = float(cell["metadata"]["nbgrader"]["points"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return points if points > 0 else None
+
+
+def _error(ename, evalue):
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
