@@ -15,6 +15,13 @@ def softmax_logsumexp(x, axis=-1):
     return np.exp(x - log_sum)
 
 
+def softmax_longdouble(x, axis=-1):
+    """The maximum subtracted, then exp and the sum in np.longdouble, the result back in float64."""
+    z = np.asarray(x, dtype=np.longdouble)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(np.float64)
+
+
 def softmax_moveaxis(x, axis=-1):
     """Move the axis last, normalise row by row with a loop, move it back."""
     x = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
@@ -99,7 +106,7 @@ def attention_flops_factored(n, d, projections=True):
 
 
 ALTERNATIVES = {
-    "self_attention_softmax": [softmax_logsumexp, softmax_moveaxis],
+    "self_attention_softmax": [softmax_logsumexp, softmax_moveaxis, softmax_longdouble],
     "self_attention_attention_numpy": [attention_numpy_einsum, attention_numpy_loop],
     "self_attention_sdpa_torch": [sdpa_einsum_where, sdpa_manual_softmax],
     "self_attention_self_attention": [self_attention_einsum, self_attention_matmul],

@@ -344,6 +344,79 @@ def awb_int32_overflow(T, num_heads, batch_size=1, bytes_per_number=4):
         return int(np.int32(batch_size) * np.int32(num_heads) * np.int32(T) * np.int32(T) * np.int32(bytes_per_number))
 
 
+def rope_linspace_frequencies(x, positions=None):
+    """theta = 10000 ** -torch.linspace(0, 1, d // 2): the slowest pair at exactly 1/10000
+    (that is 10000^(-2i/(d-2)), right only at d = 2)."""
+    T, d = x.shape[-2], x.shape[-1]
+    pos = (torch.arange(T) if positions is None else positions).to(torch.float64)
+    a = pos[:, None] * (10000.0 ** -torch.linspace(0, 1, d // 2, dtype=torch.float64))[None, :]
+    x64 = x.to(torch.float64)
+    out = torch.empty_like(x64)
+    out[..., 0::2] = x64[..., 0::2] * torch.cos(a) - x64[..., 1::2] * torch.sin(a)
+    out[..., 1::2] = x64[..., 0::2] * torch.sin(a) + x64[..., 1::2] * torch.cos(a)
+    return out.to(x.dtype)
+
+
+def rope_over_d_minus_2(x, positions=None):
+    """theta = 10000 ** (-2i / (d - 2)): nan at d = 2 (0 / 0)."""
+    return _rope(x, positions, two=2.0 * x.shape[-1] / (x.shape[-1] - 2))
+
+
+def _online_variant(q, k, v, mask=None, block_size=4, how="right"):
+    """One pass over blocks of keys; `how` names the step done wrong."""
+    Tk = k.shape[-2]
+    m = torch.full(q.shape[:-1] + (1,), float("-inf"), dtype=q.dtype)
+    l = torch.zeros(q.shape[:-1] + (1,), dtype=q.dtype)
+    a = torch.zeros(q.shape[:-1] + (v.shape[-1],), dtype=q.dtype)
+    for s in range(0, Tk, block_size):
+        e = min(s + block_size, Tk)
+        sc = q @ k[..., s:e, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            sc = sc.masked_fill(~mask[..., s:e], float("-inf"))
+        m_new = torch.maximum(m, sc.amax(-1, keepdim=True))
+        m_safe = m_new if how == "unguarded" else torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        p = torch.exp(sc - m_safe)
+        c = torch.exp(m - m_safe)
+        l_new = (l if how == "sum_unrescaled" else l * c) + p.sum(-1, keepdim=True)
+        pv = p @ v[..., s:e, :]
+        if how == "block_softmax":
+            bs = p.sum(-1, keepdim=True)
+            pv = pv / torch.where(bs > 0, bs, torch.ones_like(bs))
+        elif how == "divide_new_block":
+            pv = pv / l_new
+        a = (a if how == "acc_unrescaled" else a * c) + pv
+        m, l = m_new, l_new
+    if how in ("block_softmax", "divide_new_block"):
+        return a
+    out = a / torch.where(l > 0, l, torch.ones_like(l))
+    return torch.nan_to_num(out, nan=0.0) if how == "unguarded" else out
+
+
+def ba_sum_unrescaled(q, k, v, mask=None, block_size=4):
+    """Rescales the accumulated output by exp(m_old - m_new) but not the running sum."""
+    return _online_variant(q, k, v, mask, block_size, how="sum_unrescaled")
+
+
+def ba_acc_unrescaled(q, k, v, mask=None, block_size=4):
+    """Rescales the running sum but not the accumulated output."""
+    return _online_variant(q, k, v, mask, block_size, how="acc_unrescaled")
+
+
+def ba_block_softmax_summed(q, k, v, mask=None, block_size=4):
+    """A softmax within each block, the blocks' outputs added."""
+    return _online_variant(q, k, v, mask, block_size, how="block_softmax")
+
+
+def ba_divide_new_block_by_running_sum(q, k, v, mask=None, block_size=4):
+    """Each new block's p @ v divided by the running sum as it stands then."""
+    return _online_variant(q, k, v, mask, block_size, how="divide_new_block")
+
+
+def ba_unguarded_then_nan_to_num(q, k, v, mask=None, block_size=4):
+    """No guard on the -inf maximum; the nan it makes replaced by 0 at the end."""
+    return _online_variant(q, k, v, mask, block_size, how="unguarded")
+
+
 WRONG_ANSWERS = {
     "long_context_rope": [
         rope_positions_wrap_at_512, rope_table_cached_by_shape,
@@ -351,6 +424,7 @@ WRONG_ANSWERS = {
         rope_clockwise, rope_half_split, rope_no_factor_two, rope_base_1000, rope_ignores_positions,
         rope_positions_from_one, rope_in_place, rope_concat_not_interleave, rope_adds_sinusoid,
         rope_float64_out, rope_theta_over_d_half, rope_angle_index_from_columns,
+        rope_linspace_frequencies, rope_over_d_minus_2,
     ],
     "long_context_weights_bytes": [
         awb_no_batch, awb_causal_half, awb_always_float32, awb_float, awb_no_heads, awb_bits, awb_numpy,
@@ -365,6 +439,8 @@ WRONG_ANSWERS = {
         ba_no_rescale, ba_no_guard, ba_nan_for_empty_row, ba_scale_sqrt_dv, ba_ignores_mask, ba_drops_last_block,
         ba_fill_minus_1e9, ba_no_max_subtracted, ba_scales_q_in_place,
         ba_running_max_from_zero,
+        ba_sum_unrescaled, ba_acc_unrescaled, ba_block_softmax_summed, ba_divide_new_block_by_running_sum,
+        ba_unguarded_then_nan_to_num,
     ],
 }
 

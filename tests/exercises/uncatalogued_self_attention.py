@@ -16,6 +16,12 @@ def softmax_no_max_subtracted(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def softmax_longdouble_no_max(x, axis=-1):
+    """No maximum subtracted, "made safe" with np.longdouble: overflows only beyond about 11,356."""
+    e = np.exp(np.asarray(x, dtype=np.longdouble))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(np.float64)
+
+
 def softmax_global_max(x, axis=-1):
     """Subtracts the maximum of the whole array, not of each slice: a row far below it underflows to 0/0."""
     e = np.exp(x - np.max(x))
@@ -598,6 +604,7 @@ WRONG_ANSWERS = {
         softmax_mean_subtracted, softmax_in_place, softmax_ignores_axis, softmax_whole_array,
         softmax_no_keepdims, softmax_via_importlib, softmax_via_torch_getattr, softmax_via_logsumexp,
          softmax_list, softmax_matrices_only, softmax_first_subtracted,
+        softmax_longdouble_no_max,
     ],
     "self_attention_attention_numpy": [
         attention_scaled_by_d_v, attention_scaled_by_T_q, attention_scaled_by_T_k, attention_scaled_by_d_k,

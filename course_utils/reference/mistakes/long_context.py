@@ -48,7 +48,10 @@ def _rope_variant(x, positions=None, *, pairing="adjacent", exponent="2i/d", sta
     if positions is None or not use_positions:
         positions = torch.arange(start, start + T)
     i = torch.arange(d // 2, dtype=DT)
-    theta = 10000.0 ** (-(2 * i if exponent == "2i/d" else i) / d)
+    if exponent == "2i/(d-2)":  # the last pair at exactly 1/10000 (torch.linspace(0, 1, d // 2))
+        theta = 10000.0 ** (-(2 * i) / (d - 2))
+    else:
+        theta = 10000.0 ** (-(2 * i if exponent == "2i/d" else i) / d)
     angles = torch.as_tensor(positions, dtype=DT)[:, None] * theta[None, :]
     cos, sin = torch.cos(angles), direction * torch.sin(angles)
     if swap_sin_cos:
@@ -76,6 +79,10 @@ def rope_halves(x, positions=None):
 
 def rope_exponent_i_over_d(x, positions=None):
     return _rope_variant(x, positions, exponent="i/d")
+
+
+def rope_exponent_over_d_minus_2(x, positions=None):
+    return _rope_variant(x, positions, exponent="2i/(d-2)")
 
 
 def rope_positions_from_1(x, positions=None):
@@ -138,6 +145,11 @@ ROPE = Exercise(
                 "your frequencies are base^(-i/d); pair i turns at theta_i = base^(-2i/d), so the "
                 "slowest pair turns much more slowly than yours.",
                 rope_exponent_i_over_d),
+        Mistake("exponent_over_d_minus_2",
+                "your frequencies are 10000^(-2i/(d-2)), so that the last pair turns at exactly "
+                "1/10000 (as torch.linspace(0, 1, d // 2) gives): they are theta_i = 10000^(-2i/d), "
+                "i = 0 .. d/2 - 1, the denominator is d (with d = 2 yours is 0/0 = nan).",
+                rope_exponent_over_d_minus_2),
         Mistake("positions_from_1",
                 "your default positions start at 1; they are 0, 1, ..., T-1 (the first token is "
                 "not rotated).",
@@ -219,7 +231,7 @@ WEIGHTS_BYTES = Exercise(
 
 def _blocked_variant(q, k, v, mask=None, block_size=4, *, rescale=True, carry_max=True,
                      divide="end", mask_mode="-inf", scale=True, tail=True, guard_max=True,
-                     guard_division=True):
+                     guard_division=True, rescale_sum=True, rescale_acc=True):
     Tk = k.shape[-2]
     factor = 1.0 / math.sqrt(q.shape[-1]) if scale else 1.0
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -242,9 +254,15 @@ def _blocked_variant(q, k, v, mask=None, block_size=4, *, rescale=True, carry_ma
             correction = torch.exp(m - safe)
         if not guard_max:
             correction = torch.nan_to_num(correction, nan=0.0)
-        new_l = (l * correction if rescale else l) + p.sum(dim=-1, keepdim=True)
+        new_l = (l * correction if rescale and rescale_sum else l) + p.sum(dim=-1, keepdim=True)
         if divide == "end":
-            acc = (acc * correction if rescale else acc) + p @ v[..., start:stop, :]
+            acc = (acc * correction if rescale and rescale_acc else acc) + p @ v[..., start:stop, :]
+        elif divide == "block_sum":  # each block's weights divided by that block's own sum
+            block_sum = p.sum(dim=-1, keepdim=True)
+            acc = acc * correction + (p / torch.where(block_sum > 0, block_sum, torch.ones_like(block_sum))) \
+                @ v[..., start:stop, :]
+        elif divide == "new_block_only":  # only the new block divided by the running sum
+            acc = acc * correction + (p @ v[..., start:stop, :]) / new_l
         else:  # divided inside the loop, without undoing the previous division
             acc = (acc * correction + p @ v[..., start:stop, :]) / new_l
         l, m = new_l, new_max
@@ -257,6 +275,27 @@ def _blocked_variant(q, k, v, mask=None, block_size=4, *, rescale=True, carry_ma
 
 def blocked_no_rescale(q, k, v, mask=None, block_size=4):
     return _blocked_variant(q, k, v, mask, block_size, rescale=False)
+
+
+def blocked_sum_not_rescaled(q, k, v, mask=None, block_size=4):
+    return _blocked_variant(q, k, v, mask, block_size, rescale_sum=False)
+
+
+def blocked_output_not_rescaled(q, k, v, mask=None, block_size=4):
+    return _blocked_variant(q, k, v, mask, block_size, rescale_acc=False)
+
+
+def blocked_divide_by_block_sum(q, k, v, mask=None, block_size=4):
+    return _blocked_variant(q, k, v, mask, block_size, divide="block_sum")
+
+
+def blocked_divide_new_block(q, k, v, mask=None, block_size=4):
+    return _blocked_variant(q, k, v, mask, block_size, divide="new_block_only")
+
+
+def blocked_unguarded_nan_to_zero(q, k, v, mask=None, block_size=4):
+    """The -inf left unguarded, and the nan it makes set to 0 at the end."""
+    return torch.nan_to_num(_blocked_variant(q, k, v, mask, block_size, guard_max=False), nan=0.0)
 
 
 def blocked_max_not_carried(q, k, v, mask=None, block_size=4):
@@ -382,6 +421,16 @@ BLOCKED = Exercise(
                 "when a block raises the running maximum you did not rescale the running sum and the "
                 "accumulated output by exp(old max - new max).",
                 blocked_no_rescale),
+        Mistake("sum_not_rescaled",
+                "you rescaled the accumulated output but not the running sum: when a block raises the "
+                "running maximum, both are in units of exp(old max), so multiply the sum by "
+                "exp(old max - new max) too (l = l * correction + p.sum(-1, keepdim=True)).",
+                blocked_sum_not_rescaled),
+        Mistake("output_not_rescaled",
+                "you rescaled the running sum but not the accumulated output: when a block raises the "
+                "running maximum, multiply the output so far by exp(old max - new max) too "
+                "(acc = acc * correction + p @ v_block).",
+                blocked_output_not_rescaled),
         Mistake("max_not_carried",
                 "you used each block's own maximum instead of the running maximum over all blocks "
                 "so far; with scores far apart, exp(old max - block max) overflows.",
@@ -390,10 +439,25 @@ BLOCKED = Exercise(
                 "you divided by the running sum inside the loop, before the last block: earlier "
                 "blocks stay divided by an incomplete sum. Divide once, after the loop.",
                 blocked_divide_in_loop),
+        Mistake("divide_by_block_sum",
+                "you divided each block's weights by that block's own sum, so every block counts as "
+                "much as a whole softmax: keep the exp(score - max) unnormalised, add their sum to the "
+                "running sum, and divide the accumulated output once, after the last block.",
+                blocked_divide_by_block_sum),
+        Mistake("divide_new_block",
+                "you divided each new block's p @ v by the running sum so far, which still grows in "
+                "the later blocks: accumulate p @ v undivided and divide by the running sum once, "
+                "after the last block.",
+                blocked_divide_new_block),
         Mistake("unguarded_max",
                 "a row whose first block is fully masked has running maximum -inf, and "
                 "exp(-inf - (-inf)) is nan: subtract 0 instead of the maximum while it is -inf.",
                 blocked_unguarded_max),
+        Mistake("unguarded_nan_to_zero",
+                "you set the nan of your output to 0, but a row whose first block is fully masked got "
+                "nan from exp(-inf - (-inf)) and still has allowed keys later: its output is their "
+                "weighted values, not 0. Subtract 0 instead of the running maximum while it is -inf.",
+                blocked_unguarded_nan_to_zero),
         Mistake("nan_for_masked_row",
                 "a query with no allowed key must get a zero output: its running sum is 0, so "
                 "divide by 1 there instead of 0.",

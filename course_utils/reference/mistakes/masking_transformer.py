@@ -538,8 +538,14 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (CAUSAL, PADDING, MASKE
 # --- masking_transformer_blocked_pairs: a think-first question. Its visible test only checks that
 # `blocked_pairs` is a positive number (the number is the question): every wrong value is hidden only.
 BLOCKED_MISTAKES = (
-    Mistake('blocked_with_diagonal', "you blocked the diagonal too; a query may attend to its own position.",
-                                     2080),
+    # 2080 = 64 * 65 / 2 is the number of allowed pairs (the diagonal and below); it is also what
+    # blocking the diagonal as well gives. Name the first, which a student counting is likelier to have
+    # computed, and mention the second.
+    Mistake('allowed_pairs', "2080 is the number of pairs the mask ALLOWS (each query with itself and the "
+                             "keys before it), which is also what blocking the diagonal too gives: the "
+                             "question asks for the BLOCKED pairs, the keys after each query; a query may "
+                             "attend to its own position.",
+                             2080),
     Mistake('blocked_half', "you took half of all pairs; the diagonal stays allowed, so fewer than half are "
                             "blocked.",
                             2048),

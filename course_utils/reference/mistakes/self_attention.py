@@ -50,6 +50,8 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check"]
 # spread by 2 (so subtracting the minimum never overflows there) and no allowed score below -1e4,
 # and a finite fill that also zeroes fully masked rows passes them.
 HIDDEN_ONLY = {"subtracts_min",
+               # the visible tests' large scores stay far below where np.longdouble overflows (11,356)
+               "unstable_longdouble",
                # the visible tests' large scores are one row at a time, where the array's maximum is
                # the row's: only the hidden case with rows far apart shows the whole-array maximum
                "global_max",
@@ -87,6 +89,10 @@ def softmax_cases(seed):
         # square, so that a sum without keepdims broadcasts (and is diagnosed) rather than crashes
         ((2.0 * rng.standard_normal((4, 4, 4)),), {}),
         ((2.0 * rng.standard_normal((4, 4, 4)),), {"axis": -2}),
+        # Scores near 12,000, beyond where exp overflows even np.longdouble's 80 bits (about 11,356):
+        # a softmax without the maximum computed in longdouble passes every case above. Whole
+        # numbers, so that a float32 answer subtracts its maximum exactly too.
+        ((12000.0 + rng.integers(-4, 5, (5, 5)).astype(float),), {}),
     ]
 
 
@@ -119,6 +125,23 @@ def _softmax_variant(stable=True, axis_override=None, use_exp=True, keepdims=Tru
     return compute
 
 
+# exp overflows np.longdouble (x87's 80-bit extended precision on x86 Linux) above log(its max).
+LONGDOUBLE_EXP_LIMIT = 11356.52
+
+
+def _softmax_longdouble_unstable(x, axis=-1):
+    """exp(x) / sum(exp(x)) in np.longdouble, without the maximum, written out in float64 so that it
+    means the same where np.longdouble is only float64: right while every score stays below about
+    11,356; a slice with a larger score gives nan at those scores and 0 elsewhere (inf / inf, x / inf)."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        right = e / np.sum(e, axis=axis, keepdims=True)
+    over = x > LONGDOUBLE_EXP_LIMIT
+    slice_over = np.any(over, axis=axis, keepdims=True)
+    return np.where(slice_over, np.where(over, np.nan, 0.0), right)
+
+
 def _softmax_with_torch(x, axis=-1):
     return torch.softmax(torch.as_tensor(np.asarray(x, dtype=np.float64)), dim=axis).numpy()
 
@@ -129,6 +152,13 @@ SOFTMAX_MISTAKES = (
         "your softmax overflows on large scores (exp(800) is inf, and inf / inf is nan): "
         "subtract the maximum of each slice before exp.",
         _softmax_variant(stable=False),
+    ),
+    Mistake(
+        "unstable_longdouble",
+        "your softmax does not subtract the maximum, and a wider float only moves the overflow: "
+        "exp(x) is inf in np.longdouble too once a score passes about 11,356 (exp(12000) / its sum "
+        "is inf / inf = nan). Subtract the maximum of each slice before exp; then every exponent is <= 0.",
+        _softmax_longdouble_unstable,
     ),
     Mistake(
         "subtracts_min",
