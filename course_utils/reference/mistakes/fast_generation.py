@@ -8,7 +8,7 @@ Instructor side, as secret as the reference. The hidden tests call `check(grade_
   function returned the step before. The outputs compared are all the logits (equal to full
   recomputation `model(all tokens)`), the final cache stacked as (layers, 2, B, heads, T,
   head_dim), and whether every cache passed in came back untouched. Batches hold different
-  prompts (a cache shared across the batch differs), positions embeddings are random N(0, 1)
+  prompts (a cache shared across the batch differs), position embeddings are random N(0, 1)
   (positions restarted at 0 differ), and after the prompt every query is one token behind
   several cached keys (a top-left causal mask hides them).
 * `fast_generation_cache_bytes`: integers, compared exactly; bytes per value 4 and 1 as well
@@ -19,7 +19,9 @@ Instructor side, as secret as the reference. The hidden tests call `check(grade_
 * `fast_generation_top_k` and `fast_generation_top_p`: exact probabilities on rows with ties at
   the boundary, k larger than the vocabulary, p reached exactly (uniform rows: 0.25 and 0.5 are
   exact in binary, so every correct way of summing agrees), temperature 0 with a tied maximum,
-  1-D, 2-D and 3-D logits. Their probabilities must be floating-point (an integer one-hot at
+  1-D, 2-D and 3-D logits, and rows of 20 and 32 equal logits (torch.sort without stable=True
+  keeps up to 16 equal values in index order on the CPU, not more: only long ties show it).
+  Rows of a batch differ, so that ranking over dim 0 or over the flattened batch shows. Their probabilities must be floating-point (an integer one-hot at
   temperature 0 fails, `DtypeKindExercise`); float32 for float64 passes, as everywhere.
 
 Every `compute` is a closure defined here (its module is the catalogue), so the forbidden-API
