@@ -44,7 +44,9 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check", "diagnose"]
 # The prediction question's visible test can only check that the answer is a positive number:
 # the number itself is the question.
 HIDDEN_ONLY = {"predict_no_factor_2_or_bytes", "predict_query_heads", "predict_no_batch",
-               "predict_no_layers", "predict_gb", "predict_mib", "predict_query_heads_no_batch"}
+               "predict_no_layers", "predict_gb", "predict_mib", "predict_query_heads_no_batch",
+               # the visible ties are at most 5 tokens long, which the CPU's unstable sort keeps in order
+               "unstable_sort"}
 
 
 
@@ -328,6 +330,9 @@ def _top_k_variant(kind):
             keep = _rank(-scaled) < min(k, V)
         elif kind == "ties_last":
             keep = _rank(scaled.flip(-1)).flip(-1) < min(k, V)
+        elif kind == "unstable_sort":  # the CPU's sort keeps up to 16 equal values in order, not more
+            order = torch.sort(scaled, dim=-1, descending=True).indices[..., :min(k, V)]
+            keep = torch.zeros_like(scaled, dtype=torch.bool).scatter(-1, order, True)
         elif kind == "k_plus_one":
             keep = _rank(scaled) <= min(k, V)
         else:
@@ -384,6 +389,12 @@ TOP_K_MISTAKES = (
             "among equal logits you kept the higher index: the convention is the lower index first "
             "(a stable sort in descending order).",
             _top_k_variant("ties_last")),
+    Mistake("unstable_sort",
+            "your sort is not stable: torch.sort(..., descending=True) without stable=True may put "
+            "equal logits in any order (PyTorch's CPU sort happens to keep up to 16 equal values in "
+            "index order, but not the 20 of a hidden test), so a long tie keeps other tokens than the "
+            "lowest indices; pass stable=True.",
+            _top_k_variant("unstable_sort")),
     Mistake("smallest",
             "you kept the k smallest logits: sort in descending order to keep the k largest.",
             _top_k_variant("smallest")),
@@ -423,6 +434,8 @@ def _top_p_variant(kind):
             return kept / kept.sum(dim=-1, keepdim=True)
         probs = torch.softmax(logits, dim=-1)
         order = torch.sort(logits, dim=-1, descending=kind != "ascending", stable=True).indices
+        if kind == "unstable_sort":  # ranked by probability, equal ones in the CPU sort's order
+            order = torch.sort(probs, dim=-1, descending=True).indices
         if kind == "ties_last":
             order = logits.shape[-1] - 1 - torch.sort(logits.flip(-1), dim=-1, descending=True,
                                                       stable=True).indices
@@ -486,6 +499,12 @@ TOP_P_MISTAKES = (
             "among equal probabilities you kept the higher index first: the convention is the lower "
             "index first (torch.sort(..., descending=True, stable=True)).",
             _top_p_variant("ties_last")),
+    Mistake("unstable_sort",
+            "your sort is not stable: torch.sort(..., descending=True) without stable=True may put "
+            "equal probabilities in any order (PyTorch's CPU sort happens to keep up to 16 equal values in "
+            "index order, but not the 32 of a hidden test), so a long tie keeps other tokens than the "
+            "lowest indices; pass stable=True.",
+            _top_p_variant("unstable_sort")),
     Mistake("not_renormalised",
             "you set the tokens outside the nucleus to zero but did not renormalise: the kept "
             "probabilities must sum to one.",
