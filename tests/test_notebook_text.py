@@ -26,14 +26,6 @@ EXISTING = frozenset(p.parent.name[:2] for p in SOLUTIONS)
 _NO_COUNT = ("issue 31 item 3: the intro states no exercise count yet; this notebook is outside the change "
              "that added this test")
 STALE_ELSEWHERE = {
-    "02_causal_cnn": _NO_COUNT,
-    "03_embeddings_positions": _NO_COUNT,
-    "06_scaling_dk": _NO_COUNT,
-    "07_multi_head": _NO_COUNT,
-    "08_masking_transformer": "issue 31 item 3: the intro says 4 exercises (7 points) for 5 (8); fixed by the "
-                              "engineer on 08",
-    "10_encoder_decoder": "issue 31 item 3: the intro says 4 exercises and one prediction (10 points) for 5 "
-                          "(11); fixed by the engineer on 10",
 }
 
 _NUMBER_WORDS = {w: i for i, w in enumerate(
