@@ -352,7 +352,9 @@ def run_value(answer, case, spec, guarded=False):
 
 def _load_weights(module, weights, spec, describe):
     """Copy weights (state_dict name -> tensor) into the student's module, or say what is missing."""
-    params = dict(module.named_parameters())
+    # Every name a parameter can be reached by: a student may keep a layer in a ModuleList and
+    # under its own attribute too (self.norm1 = self.norms[0]); named_parameters() lists it once.
+    params = dict(module.named_parameters(remove_duplicate=False))
     with torch.no_grad():
         for name, value in weights.items():
             if name not in params or tuple(params[name].shape) != tuple(value.shape):

@@ -271,3 +271,27 @@ def test_a_record_over_the_limits_fails_the_cell_with_a_sentence():
     sentence = judge.verdict(SOURCE, [msg], False, _Cases())
     assert sentence and "`softmax`" in sentence and "too" in sentence, sentence
     assert judge.verdict(SOURCE, [message(right_softmax)], False, _Cases()) is None
+
+
+def test_weights_load_into_a_module_that_reaches_a_layer_by_two_names():
+    """A right answer that keeps its norms in an nn.ModuleList and under their own names too
+    (self.norm1, self.norm2 = self.norms) was told 'needs a parameter norm1.weight ... yours is
+    missing': named_parameters() lists a shared parameter once, under its first name."""
+    import torch
+    from torch import nn
+
+    from course_utils.grading import GradingError, probe
+
+    class Aliased(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norms = nn.ModuleList([nn.LayerNorm(3), nn.LayerNorm(3)])
+            self.norm1, self.norm2 = self.norms
+
+    weights = {"norm1.weight": torch.full((3,), 2.0), "norm2.bias": torch.full((3,), -1.0)}
+    module = Aliased()
+    probe._load_weights(module, weights, {"function_name": "Aliased"}, "a case")
+    assert torch.equal(module.norms[0].weight, weights["norm1.weight"])
+    assert torch.equal(module.norms[1].bias, weights["norm2.bias"])
+    with pytest.raises(GradingError, match="norm3.weight"):
+        probe._load_weights(module, {"norm3.weight": torch.ones(3)}, {"function_name": "Aliased"}, "a case")
