@@ -105,6 +105,7 @@ def blocked_normalised_running(q, k, v, mask=None, block_size=4):
 
 ALTERNATIVES = {
     "long_context_rope": [rope_complex, rope_matrix, rope_rotate_pairs_float32],
+    "long_context_weights_guess": [64, 64.0, 2**36 / 2**30, 16 * 32768**2 * 4 / 1024**3, 64.05],
     "long_context_weights_bytes": [weights_bytes_numel],
     "long_context_blocked_attention": [blocked_loop_per_query, blocked_normalised_running],
 }

@@ -426,6 +426,9 @@ WRONG_ANSWERS = {
         rope_float64_out, rope_theta_over_d_half, rope_angle_index_from_columns,
         rope_linspace_frequencies, rope_over_d_minus_2,
     ],
+    # The weights of one layer, in GiB (right: 64): three quarters, T**2 * 4 bytes in MiB of one head,
+    # 1 TiB, 1 GiB, 64 MiB written as GiB.
+    "long_context_weights_guess": [48, 32.0 + 0.5, 1024, 1, 1 / 16, 0],
     "long_context_weights_bytes": [
         awb_no_batch, awb_causal_half, awb_always_float32, awb_float, awb_no_heads, awb_bits, awb_numpy,
         awb_t_times_d, awb_int32_overflow,

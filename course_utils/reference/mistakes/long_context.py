@@ -28,14 +28,16 @@ import torch
 
 from course_utils.grading import ATTENTION_BUILTINS, SOFTMAX_BUILTINS
 from course_utils.reference import long_context as reference
-from course_utils.reference.mistakes import Exercise, Mistake
+from course_utils.reference.mistakes import Exercise, Mistake, think_first
 from course_utils.reference.mistakes import check as _check
 from course_utils.reference.mistakes import diagnose as _diagnose
 
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "check", "diagnose"]
 
 # Every catalogued mistake also fails a visible check.
-HIDDEN_ONLY = set()
+# The think-first question's visible test can only check that the answer is a positive number:
+# the number itself is the question.
+HIDDEN_ONLY = {"one_head", "linear_in_T", "float64", "float16", "gb", "mib"}
 
 DT = torch.float64
 
@@ -466,7 +468,31 @@ BLOCKED = Exercise(
 )
 
 
-EXERCISES = {exercise.grade_id: exercise for exercise in (ROPE, WEIGHTS_BYTES, BLOCKED)}
+# --------------------------------------------------------------------------- think first: the weights' size
+
+# One layer, 16 heads, one sequence of T = 32,768 tokens, float32: 16 * 32768**2 * 4 bytes = 64 GiB.
+_GUESS = dict(T=32768, heads=16, batch=1, bytes=4)
+
+
+def _guess_gib(T=_GUESS["T"], heads=_GUESS["heads"], batch=_GUESS["batch"], nbytes=_GUESS["bytes"], unit=2**30):
+    return batch * heads * T * T * nbytes / unit
+
+
+WEIGHTS_GUESS = think_first(
+    "long_context_weights_guess", "weights_gib", _guess_gib(),
+    mistakes=(
+        Mistake("one_head", "that is one head's matrix: the layer has 16 heads, each with its own T x T "
+                "weights.", _guess_gib(heads=1)),
+        Mistake("linear_in_T", "that grows like T, not T^2: each head holds a T x T matrix, one weight per "
+                "(query, key) pair.", 16 * 32768 * 4 / 2**30),
+        Mistake("float64", "that counts 8 bytes a number; float32 takes 4.", _guess_gib(nbytes=8)),
+        Mistake("float16", "that counts 2 bytes a number; float32 takes 4.", _guess_gib(nbytes=2)),
+        Mistake("gb", "that is in GB (10^9 bytes): the question asks for GiB, 2^30 bytes.", _guess_gib(unit=1e9)),
+        Mistake("mib", "that is in MiB: the question asks for GiB (1 GiB = 1024 MiB).", _guess_gib(unit=2**20)),
+    ),
+    answer_name="your guess (GiB)", rtol=2e-3)
+
+EXERCISES = {exercise.grade_id: exercise for exercise in (ROPE, WEIGHTS_GUESS, WEIGHTS_BYTES, BLOCKED)}
 
 
 def check(grade_id, fn):
