@@ -194,6 +194,8 @@ def summary_rows(page, cells=None):
             for prefix in _STUDENT_ENAMES:
                 if message.startswith(prefix):
                     message = message[len(prefix):]
+            if not message and known is not None:  # a partly credited cell: the judge's sentence
+                message = str(known[gid].get("partial_message", ""))
             rows.append({"grade_id": gid, "title": title, "score": got, "max_score": possible,
                          "message": message})
     for gid, c in (known or {}).items():  # graded, but not found on the page

@@ -263,6 +263,7 @@ def grade(task):
 
     result["cells"] = _scores(db_url, assignment, student)
     messages = {}  # (notebook, grade_id) -> the test cell's first error, for the class report
+    partial = {}  # (notebook, grade_id) -> the judge's sentence for a partly credited cell
     secret = task.get("secret_lines", {})
     for name in sorted(task["files"]):
         if not name.endswith(".ipynb"):
@@ -279,6 +280,12 @@ def grade(task):
         tampering = set()
         for cell in graded.cells:
             gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+            # A partly credited cell has no error output: its sentence is the judge's (written in
+            # this process, after the kernel ran; judge.PARTS_KEY).
+            parts = cell.get("metadata", {}).get("autograder_parts")
+            if gid and isinstance(parts, dict) and parts.get("message"):
+                partial[(nb_name, gid)] = str(parts["message"])[:1000]
+                messages.setdefault((nb_name, gid), f"GradingError: {str(parts['message'])}"[:1000])
             for output in cell.get("outputs", []):
                 if output.get("output_type") != "error":
                     continue
@@ -305,6 +312,8 @@ def grade(task):
 
     for row in result["cells"]:
         row["message"] = messages.get((row["notebook"], row["grade_id"]), "")
+        if (row["notebook"], row["grade_id"]) in partial:
+            row["partial_message"] = partial[(row["notebook"], row["grade_id"])]
     timing["redact"] = time.monotonic() - started - sum(timing.values())
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         fb = api.generate_feedback(assignment, student, force=True)
