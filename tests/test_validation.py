@@ -28,7 +28,8 @@ def test_the_command_prints_one_whole_sentence_per_exercise(unanswered):
                             capture_output=True, text=True, env=env, timeout=600)
     printed = result.stdout + result.stderr
     assert "WARNING" not in printed and "without encryption" not in printed, printed
-    assert "Traceback" not in printed and "..." not in printed, printed
+    assert "Traceback" not in printed, printed
+    assert not any(line.rstrip().endswith("...") for line in printed.splitlines()), printed  # nbgrader cut lines so
     entries = re.split(r"\n  (?=FAILS|passes)", result.stdout.split("\n", 1)[1].strip())
     assert len(entries) == len(TITLES), result.stdout
     for entry, title in zip(entries, TITLES):
@@ -44,7 +45,8 @@ def test_the_dialog_shows_the_title_and_the_sentence(unanswered):
     from course_utils import validation
     validation.install()
     failed = Validator().validate(str(unanswered))["failed"]
-    assert [entry["source"].split(" ")[0:2] for entry in failed] == [t.split(" ")[0:2] for t in TITLES]
+    assert len(failed) == len(TITLES) and all(entry["source"].startswith(title)
+                                              for entry, title in zip(failed, TITLES)), [e["source"] for e in failed]
     for entry in failed:
         assert "\n" not in entry["raw_error"] and "not answered yet" in entry["raw_error"], entry
 
