@@ -115,6 +115,10 @@ class SandboxedExecute(Execute):
     hidden_cases = Unicode("", help="The file of hidden-test cases given to the sandbox; test "
                            "cells with a hidden catalogue check are judged against it.").tag(config=True)
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reset_budgets()  # usable from the start, not only once a notebook is preprocessed
+
     def reset_budgets(self):
         """Empty the output and probe budgets (every notebook starts with the full ones)."""
         self._output_bytes = {}
