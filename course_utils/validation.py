@@ -19,7 +19,7 @@ and it starts the kernel that runs the notebook with its log at ERROR level (no 
 import re
 import textwrap
 
-from course_utils.grading.progress import EXERCISE_HEADING
+from course_utils.grading.progress import exercises
 
 GRADING_ERRORS = ("GradingError", "TamperError")
 QUIET_KERNEL = ["--IPKernelApp.log_level=ERROR"]
@@ -45,18 +45,9 @@ def one_sentence(cell):
 
 
 def titles(nb):
-    """{test cell source (stripped): the exercise heading before it} of a notebook."""
-    found, title = {}, None
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            match = EXERCISE_HEADING.search(cell.source)
-            if match:
-                title = " ".join(match.group(1).split())
-            continue
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if meta.get("grade") and not meta.get("solution"):
-            found[cell.source.strip()] = title or meta.get("grade_id", "an exercise")
-    return found
+    """{test cell source (stripped): the exercise heading before it} of a notebook (the same
+    reading as the summary at the end of every notebook, progress.exercises)."""
+    return {source.strip(): title for title, _, source in exercises(nb)}
 
 
 def install():
