@@ -92,6 +92,8 @@ def main():
     if grading_bench.exists():
         sys.argv = [str(grading_bench)]
         runpy.run_path(str(grading_bench), run_name="__main__")
+    sys.argv = [str(ROOT / "bench" / "platforms.py")]  # Gradescope throughput (issue 33), default assignment
+    runpy.run_path(sys.argv[0], run_name="__main__")
 
 
 if __name__ == "__main__":
