@@ -1,0 +1,298 @@
+"""The reference answers of notebook 13 (attention as LLMs run it) and their mistake catalogue.
+
+Why here and not only in tests/exercises: the notebook is written after its catalogue, and
+test_mutations.py / test_uncatalogued.py only see exercises that a solution notebook holds. Until
+then this file runs the same checks through the catalogue in-process (`Exercise.check`, the round
+trip the grader makes): the reference and every alternative pass, every mistake fails with its own
+message, no two mistakes are the same function on the cases, every uncatalogued wrong answer fails.
+It also checks the reference against independent computations: autograd's gradients, PyTorch's
+grouped-query attention, cached generation against recomputation, torch's RMSNorm.
+"""
+import itertools
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from course_utils.grading import GradingError
+from course_utils.reference import fast_generation, scaled_dot_product_attention
+from course_utils.reference import llm_attention as ref
+from course_utils.reference.mistakes import llm_attention as catalogue
+from tests.exercises import alternatives_llm_attention, uncatalogued_llm_attention
+
+EXERCISES = catalogue.EXERCISES
+SETTINGS = settings(max_examples=25, deadline=None)
+
+
+def _params(kind):
+    out = []
+    for grade_id, exercise in EXERCISES.items():
+        if kind == "mistake":
+            out += [pytest.param(grade_id, m, id=f"{grade_id}-{m.name}") for m in exercise.mistakes]
+        elif kind == "alternative":
+            out += [pytest.param(grade_id, fn, id=f"{grade_id}-{getattr(fn, '__name__', repr(fn))}")
+                    for fn in alternatives_llm_attention.ALTERNATIVES.get(grade_id, [])]
+        elif kind == "wrong":
+            out += [pytest.param(grade_id, fn, id=f"{grade_id}-{getattr(fn, '__name__', repr(fn))}")
+                    for fn in uncatalogued_llm_attention.UNCATALOGUED.get(grade_id, [])]
+    return out
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+@pytest.mark.parametrize("grade_id", list(EXERCISES))
+def test_reference_passes_its_own_exercise(grade_id):
+    EXERCISES[grade_id].check(EXERCISES[grade_id].reference)
+
+
+@pytest.mark.parametrize("grade_id", list(EXERCISES))
+def test_every_exercise_has_mistakes_and_alternatives(grade_id):
+    assert len(EXERCISES[grade_id].mistakes) >= 2
+    assert alternatives_llm_attention.ALTERNATIVES.get(grade_id)
+    assert uncatalogued_llm_attention.UNCATALOGUED.get(grade_id)
+
+
+@pytest.mark.parametrize("grade_id, function", _params("alternative"))
+def test_alternative_passes(grade_id, function):
+    EXERCISES[grade_id].check(function)
+
+
+@pytest.mark.parametrize("grade_id, mistake", _params("mistake"))
+def test_mistake_fails_with_its_own_message(grade_id, mistake):
+    with pytest.raises(GradingError) as failure:
+        EXERCISES[grade_id].check(mistake.compute)
+    assert mistake.message in str(failure.value), failure.value
+
+
+@pytest.mark.parametrize("grade_id, mistake", _params("mistake"))
+def test_diagnose_names_the_mistake_too(grade_id, mistake):
+    with pytest.raises(GradingError, match=None) as failure:
+        EXERCISES[grade_id].diagnose(mistake.compute)
+    assert mistake.message in str(failure.value)
+
+
+@pytest.mark.parametrize("grade_id", list(EXERCISES))
+def test_no_two_mistakes_give_the_same_outputs(grade_id):
+    exercise = EXERCISES[grade_id]
+    cases = exercise.cases()
+    outputs = {m.name: [exercise.run(m.compute, case) for case in cases] for m in exercise.mistakes}
+    for a, b in itertools.combinations(exercise.mistakes, 2):
+        assert any(exercise.difference(x, y) is not None for x, y in zip(outputs[a.name], outputs[b.name])), (
+            f"{a.name} and {b.name} give the same outputs on every case of {grade_id}")
+
+
+def test_mistake_names_are_unique_and_hidden_only_names_exist():
+    names = [m.name for e in EXERCISES.values() for m in e.mistakes]
+    assert len(names) == len(set(names))
+    assert catalogue.HIDDEN_ONLY <= set(names)
+
+
+@pytest.mark.parametrize("grade_id, answer", _params("wrong"))
+def test_uncatalogued_wrong_answer_fails(grade_id, answer):
+    with pytest.raises(GradingError) as failure:
+        EXERCISES[grade_id].check(answer)
+    assert str(failure.value).strip()
+
+
+def test_uncatalogued_answers_join_the_suite_only_with_the_notebook():
+    """test_uncatalogued.py requires every grade id of WRONG_ANSWERS to be in a solution notebook."""
+    from tests.notebook_cells import solution_notebooks
+    has_notebook = any("13_llm_attention" in str(path) for path in solution_notebooks())
+    assert (uncatalogued_llm_attention.WRONG_ANSWERS == uncatalogued_llm_attention.UNCATALOGUED) == has_notebook
+
+
+# --------------------------------------------------------------------------- forbidden shortcuts
+
+def test_gqa_may_not_call_torch_sdpa():
+    def with_sdpa(q, k, v, causal=True):
+        k = k.repeat_interleave(q.shape[1] // k.shape[1], 1)
+        v = v.repeat_interleave(q.shape[1] // v.shape[1], 1)
+        T_q, T_k = q.shape[-2], k.shape[-2]
+        mask = torch.ones(T_q, T_k, dtype=torch.bool).tril(T_k - T_q) if causal else None
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    with pytest.raises(GradingError, match="scaled_dot_product_attention"):
+        EXERCISES["llm_attention_gqa"].check(with_sdpa)
+
+
+def test_gqa_may_not_call_the_course_reference():
+    with pytest.raises(GradingError):
+        EXERCISES["llm_attention_gqa"].check(
+            lambda q, k, v, causal=True: ref.grouped_query_attention(q, k, v, causal))
+
+
+def test_backward_may_not_use_autograd():
+    def with_autograd(q, k, v, out, lse, grad_out, causal=False):
+        q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if causal:
+            s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -math.inf)
+        return torch.autograd.grad(torch.softmax(s, -1) @ v, (q, k, v), grad_out)
+
+    with pytest.raises(GradingError, match="torch.autograd.grad"):
+        EXERCISES["llm_attention_backward"].check(with_autograd)
+
+
+@pytest.mark.parametrize("builtin", [
+    lambda x, weight, eps=1e-6: F.rms_norm(x, (x.shape[-1],), weight, eps),
+    lambda x, weight, eps=1e-6: torch.rms_norm(x, (x.shape[-1],), weight, eps),
+])
+def test_rms_norm_may_not_call_torchs(builtin):
+    with pytest.raises(GradingError, match="rms_norm"):
+        EXERCISES["llm_attention_rms_norm"].check(builtin)
+
+
+# --------------------------------------------------------------------------- the reference itself
+
+def _naive(q, k, v, causal):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        T_q, T_k = s.shape[-2:]
+        s = s.masked_fill(~torch.ones(T_q, T_k, dtype=torch.bool).tril(T_k - T_q), -math.inf)
+    return torch.softmax(s, -1) @ v
+
+
+@SETTINGS
+@given(T=st.integers(1, 8), d=st.sampled_from([1, 2, 4, 8]), causal=st.booleans(), seed=st.integers(0, 2**16))
+def test_backward_equals_autograd(T, d, causal, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v, grad_out = (torch.randn(2, 3, T, d, generator=g, dtype=torch.float64) for _ in range(4))
+    out, lse = ref.attention_forward_with_lse(q, k, v, causal)
+    torch.testing.assert_close(out, _naive(q, k, v, causal))
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    expected = torch.autograd.grad(_naive(*leaves, causal), leaves, grad_out)
+    for got, want in zip(ref.attention_backward(q, k, v, out, lse, grad_out, causal), expected):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_backward_as_an_autograd_function_trains_like_autograd(causal):
+    """What the notebook builds: a Function that saves only (out, lse) and calls attention_backward."""
+
+    class Attention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v):
+            out, lse = ref.attention_forward_with_lse(q, k, v, causal)
+            ctx.save_for_backward(q, k, v, out, lse)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            return ref.attention_backward(*ctx.saved_tensors, grad_out, causal)
+
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, 2, 6, 4, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    assert torch.autograd.gradcheck(Attention.apply, (q, k, v))
+    leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    (Attention.apply(q, k, v) ** 2).sum().backward()
+    (_naive(*leaves, causal) ** 2).sum().backward()
+    for a, b in zip((q, k, v), leaves):
+        torch.testing.assert_close(a.grad, b.grad)
+
+
+@pytest.mark.parametrize("T_q, T_k, causal", [(5, 5, True), (1, 7, True), (3, 8, True), (4, 6, False)])
+def test_gqa_with_as_many_kv_heads_as_heads_is_plain_attention(T_q, T_k, causal):
+    g = torch.Generator().manual_seed(T_q * 10 + T_k)
+    q = torch.randn(2, 3, T_q, 4, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(2, 3, T_k, 4, generator=g, dtype=torch.float64) for _ in range(2))
+    mask = torch.ones(T_q, T_k, dtype=torch.bool).tril(T_k - T_q) if causal else None
+    expected, _ = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(ref.grouped_query_attention(q, k, v, causal), expected)
+
+
+@pytest.mark.parametrize("h, h_kv", [(4, 2), (6, 3), (8, 1), (4, 4)])
+def test_gqa_groups_heads_as_pytorch_does(h, h_kv):
+    g = torch.Generator().manual_seed(h * 10 + h_kv)
+    q = torch.randn(2, h, 5, 8, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(2, h_kv, 5, 8, generator=g, dtype=torch.float64) for _ in range(2))
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    torch.testing.assert_close(ref.grouped_query_attention(q, k, v, causal=True), expected)
+
+
+def test_gqa_equals_multi_head_attention_with_copied_kv_heads():
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(1, 6, 4, 2, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(1, 2, 4, 2, generator=g, dtype=torch.float64) for _ in range(2))
+    out = ref.grouped_query_attention(q, k, v, causal=False)
+    for i in range(6):  # query heads 0-2 read kv head 0, 3-5 kv head 1
+        torch.testing.assert_close(out[:, i], _naive(q[:, i], k[:, i // 3], v[:, i // 3], False))
+
+
+@pytest.mark.parametrize("h, h_kv", [(4, 2), (4, 1), (3, 3)])
+def test_cached_generation_equals_full_recomputation(h, h_kv):
+    g = torch.Generator().manual_seed(h + h_kv)
+    T, d = 9, 4
+    q = torch.randn(2, h, T, d, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(2, h_kv, T, d, generator=g, dtype=torch.float64) for _ in range(2))
+    full = ref.grouped_query_attention(q, k, v, causal=True)
+    steps = [ref.grouped_query_attention(q[:, :, :4], k[:, :, :4], v[:, :, :4])]  # the prompt
+    for t in range(4, T):  # then one token at a time, its query against every key so far
+        steps.append(ref.grouped_query_attention(q[:, :, t:t + 1], k[:, :, :t + 1], v[:, :, :t + 1]))
+    torch.testing.assert_close(torch.cat(steps, dim=2), full)
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 5, 20])
+def test_rolling_cache_generation_equals_full_sliding_window_attention(window):
+    g = torch.Generator().manual_seed(window)
+    T, d = 11, 3
+    q, k, v = (torch.randn(1, 2, T, d, generator=g, dtype=torch.float64) for _ in range(3))
+    mask = ref.sliding_window_mask(T, T, window)
+    expected, _ = scaled_dot_product_attention(q, k, v, mask)
+    cache_k = cache_v = torch.zeros(1, 2, 0, d, dtype=torch.float64)
+    outs = []
+    for t in range(T):
+        cache_k, cache_v = ref.rolling_cache_append(cache_k, cache_v, k[:, :, t:t + 1], v[:, :, t:t + 1], window)
+        assert cache_k.shape[2] == min(t + 1, window)
+        # the cache holds exactly the keys the window allows: no mask needed on it
+        outs.append(_naive(q[:, :, t:t + 1], cache_k, cache_v, causal=False))
+    torch.testing.assert_close(torch.cat(outs, dim=2), expected)
+
+
+def test_sliding_window_mask_by_hand():
+    assert ref.sliding_window_mask(4, 4, 2).int().tolist() == [
+        [1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]]
+    assert ref.sliding_window_mask(1, 6, 3).int().tolist() == [[0, 0, 0, 1, 1, 1]]
+    assert torch.equal(ref.sliding_window_mask(5, 7, 100), torch.ones(5, 7, dtype=torch.bool).tril(2))
+    assert ref.sliding_window_mask(3, 3, 2).dtype == torch.bool
+
+
+def test_rolling_cache_keeps_the_newest_in_time_order():
+    cache = torch.arange(3.0).reshape(1, 1, 3, 1)
+    new = torch.tensor([3.0, 4.0]).reshape(1, 1, 2, 1)
+    keys, values = ref.rolling_cache_append(cache, cache + 10, new, new + 10, window=4)
+    assert keys.flatten().tolist() == [1.0, 2.0, 3.0, 4.0]
+    assert values.flatten().tolist() == [11.0, 12.0, 13.0, 14.0]
+    keys, _ = ref.rolling_cache_append(cache, cache, new, new, window=10)
+    assert keys.flatten().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("eps", [1e-6, 0.1, 1.0])
+def test_rms_norm_equals_torchs(eps):
+    g = torch.Generator().manual_seed(0)
+    x, weight = torch.randn(2, 5, 8, generator=g, dtype=torch.float64), torch.randn(8, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(ref.rms_norm(x, weight, eps), F.rms_norm(x, (8,), weight, eps))
+    module = torch.nn.RMSNorm(8, eps=eps, dtype=torch.float64)
+    with torch.no_grad():
+        module.weight.copy_(weight)
+    torch.testing.assert_close(ref.rms_norm(x, weight, eps), module(x))
+
+
+def test_swiglu_equals_a_llama_style_mlp():
+    g = torch.Generator().manual_seed(0)
+    d, f = 4, 6
+    gate, up, down = (torch.nn.Linear(a, b, bias=False, dtype=torch.float64) for a, b in ((d, f), (d, f), (f, d)))
+    x = torch.randn(2, 3, d, generator=g, dtype=torch.float64)
+    expected = down(F.silu(gate(x)) * up(x))  # nn.Linear stores (out, in): x @ W^T
+    got = ref.swiglu(x, gate.weight.T, up.weight.T, down.weight.T)
+    torch.testing.assert_close(got, expected)
+
+
+def test_cache_question_is_four_gib_and_agrees_with_notebook_11():
+    assert ref.kv_cache_gib() == 4.0 == ref.kv_cache_gib(**ref.CACHE_QUESTION)
+    config = ref.CACHE_QUESTION
+    assert fast_generation.kv_cache_bytes(config["num_layers"], config["T"], 32, config["num_kv_heads"],
+                                          config["head_dim"], config["bytes_per_value"]) == 4 * 2**30
+    assert EXERCISES["llm_attention_cache_guess"].reference == 4.0
