@@ -90,6 +90,17 @@ def test_mistake_names_are_unique_and_hidden_only_names_exist():
     assert catalogue.HIDDEN_ONLY <= set(names)
 
 
+@pytest.mark.parametrize("answer, mistake", [
+    (2, "guess_no_k_and_v"), (16, "guess_query_heads"), (8, "guess_float32"), (4.29, "guess_gb"), (4.3, "guess_gb"),
+    (4096, "guess_mib"), (0.125, "guess_one_layer")])
+def test_a_rounded_think_first_answer_is_named(answer, mistake):
+    exercise = EXERCISES["llm_attention_cache_guess"]
+    message = next(m.message for m in exercise.mistakes if m.name == mistake)
+    with pytest.raises(GradingError, match=None) as failure:
+        exercise.check(answer)
+    assert message in str(failure.value)
+
+
 @pytest.mark.parametrize("grade_id, answer", _params("wrong"))
 def test_uncatalogued_wrong_answer_fails(grade_id, answer):
     with pytest.raises(GradingError) as failure:
@@ -136,9 +147,17 @@ def test_backward_may_not_use_autograd():
         EXERCISES["llm_attention_backward"].check(with_autograd)
 
 
+def _rms_module(x, weight, eps):
+    norm = torch.nn.RMSNorm(x.shape[-1], eps=eps, dtype=x.dtype)
+    with torch.no_grad():
+        norm.weight.copy_(weight)
+    return norm(x)
+
+
 @pytest.mark.parametrize("builtin", [
     lambda x, weight, eps=1e-6: F.rms_norm(x, (x.shape[-1],), weight, eps),
     lambda x, weight, eps=1e-6: torch.rms_norm(x, (x.shape[-1],), weight, eps),
+    lambda x, weight, eps=1e-6: _rms_module(x, weight, eps),
 ])
 def test_rms_norm_may_not_call_torchs(builtin):
     with pytest.raises(GradingError, match="rms_norm"):
@@ -296,3 +315,86 @@ def test_cache_question_is_four_gib_and_agrees_with_notebook_11():
     assert fast_generation.kv_cache_bytes(config["num_layers"], config["T"], 32, config["num_kv_heads"],
                                           config["head_dim"], config["bytes_per_value"]) == 4 * 2**30
     assert EXERCISES["llm_attention_cache_guess"].reference == 4.0
+
+
+# --------------------------------------------------------------------------- categories
+# What tests/exercises/test_categories.py will ask of these exercises once the notebook exists,
+# run here through the catalogue: a right answer in float32 passes, and so does a right result
+# cast to float32; a right answer that writes into its inputs fails; the right numbers as NumPy
+# fail with a sentence about the kind; results moved a little fail.
+
+def _correct(grade_id):
+    """A right answer that is not the reference (wrapping the reference would call a forbidden
+    function: the guard treats every function of course_utils.reference as the answer)."""
+    return alternatives_llm_attention.ALTERNATIVES[grade_id][0]
+
+
+FUNCTION_EXERCISES = [gid for gid, e in EXERCISES.items() if e.runner == "function"]
+
+
+def _float_tensor_inputs(case):
+    args, kwargs = case
+    return [v for v in list(args) + list(kwargs.values()) if isinstance(v, torch.Tensor) and v.is_floating_point()]
+
+
+def _map_results(value, change):
+    if isinstance(value, tuple):
+        return tuple(_map_results(v, change) for v in value)
+    return change(value)
+
+
+FLOAT_EXERCISES = [gid for gid in FUNCTION_EXERCISES if any(_float_tensor_inputs(c) for c in EXERCISES[gid].cases())]
+
+
+@pytest.mark.parametrize("grade_id", FLOAT_EXERCISES)
+def test_a_correct_answer_in_float32_passes(grade_id):
+    reference = _correct(grade_id)
+
+    def in_float32(*args, **kwargs):
+        down = [a.float() if isinstance(a, torch.Tensor) and a.dtype == torch.float64 else a for a in args]
+        return reference(*down, **kwargs)
+
+    EXERCISES[grade_id].check(in_float32)
+
+
+@pytest.mark.parametrize("grade_id", FLOAT_EXERCISES)
+def test_a_correct_result_cast_to_float32_passes(grade_id):
+    reference = _correct(grade_id)
+    EXERCISES[grade_id].check(lambda *a, **k: _map_results(
+        reference(*a, **k), lambda t: t.float() if isinstance(t, torch.Tensor) and t.dtype == torch.float64 else t))
+
+
+@pytest.mark.parametrize("grade_id", FLOAT_EXERCISES)
+def test_an_answer_that_edits_its_inputs_fails(grade_id):
+    reference = _correct(grade_id)
+
+    def editing(*args, **kwargs):
+        result = reference(*args, **kwargs)
+        with torch.no_grad():
+            _float_tensor_inputs((args, kwargs))[0].mul_(0.5)
+        return result
+
+    with pytest.raises(GradingError, match="in place"):
+        EXERCISES[grade_id].check(editing)
+
+
+@pytest.mark.parametrize("grade_id", FUNCTION_EXERCISES)
+def test_the_right_numbers_as_numpy_fail_with_a_sentence_about_the_kind(grade_id):
+    reference = _correct(grade_id)
+    with pytest.raises(GradingError) as failure:
+        EXERCISES[grade_id].check(lambda *a, **k: _map_results(reference(*a, **k), lambda t: t.numpy()))
+    assert "Your code uses" not in str(failure.value) and "NumPy" in str(failure.value), failure.value
+
+
+@pytest.mark.parametrize("grade_id", FLOAT_EXERCISES)
+def test_results_moved_a_little_fail(grade_id):
+    reference = _correct(grade_id)
+
+    def moved(*args, **kwargs):
+        result = reference(*args, **kwargs)
+        first = result[0] if isinstance(result, tuple) else result
+        first = first * 1.37 + 0.11 if first.is_floating_point() else ~first
+        return (first,) + tuple(result[1:]) if isinstance(result, tuple) else first
+
+    with pytest.raises(GradingError):
+        EXERCISES[grade_id].check(moved)
