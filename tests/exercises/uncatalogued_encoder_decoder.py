@@ -104,7 +104,7 @@ def ca_keys_from_x(x, memory, W_q, W_k, W_v, src_mask=None):
 
 
 def ca_weights_float32(x, memory, W_q, W_k, W_v, src_mask=None):
-    """Returns float32 weights and output for float64 inputs (the inputs' dtype is asked for)."""
+    """Returns float32 weights and output for float64 inputs (accepted: the dtype policy)."""
     out, w = _ca(x, memory, W_q, W_k, W_v, src_mask)
     return out.float(), w.float()
 
@@ -663,7 +663,7 @@ def tf_ignores_pad_id(model, src, src_mask, tgt, bos):
 
 
 def ca_returns_float64(x, memory, W_q, W_k, W_v, src_mask=None):
-    """Computes in float64 and returns float64 for float32 inputs (the prompt asks for the inputs' dtype)."""
+    """Computes in float64 and returns float64 for float32 inputs (accepted: the dtype policy)."""
     x, memory, W_q, W_k, W_v = (t.double() for t in (x, memory, W_q, W_k, W_v))
     scores = (x @ W_q) @ (memory @ W_k).transpose(-2, -1) / math.sqrt(W_q.shape[-1])
     if src_mask is not None:
@@ -716,16 +716,15 @@ WRONG_ANSWERS = {
 # WRONG_ANSWERS so that the suite stays green until the tests are fixed: (grade_id, answer).
 HOLES = []
 
-# Found in a blind review: every case of cross_attention was float64, so float64 out for float32 in
-# passed; the visible tests now call it on float32 inputs too.
-WRONG_ANSWERS["encoder_decoder_cross_attention"].append(ca_returns_float64)
 
-# Answers that pass on purpose. Computed in float32 what the prompt gives in float64: the course accepts
-# float32 answers everywhere (tests/exercises/test_categories.py, test_a_correct_answer_in_float32_passes),
-# widening the tolerances to what float32 holds. The right count as a NumPy integer (np.prod of the
-# axes): accepted, as in notebooks 01-03.
+# Answers that pass on purpose. The dtype policy (issue 30 item 5): a floating-point result may be float32
+# or float64 whatever the inputs' floating dtype, and a float32 one is compared at float32's tolerances
+# (tests/exercises/test_categories.py): computed in float32 what the prompt gives in float64, or in float64
+# what it gives in float32 (once a hole, when the prompt asked for the inputs' dtype). The right count as
+# a NumPy integer (np.prod of the axes): accepted, as in notebooks 01-03.
 ACCEPTED = [
     ('encoder_decoder_cross_attention', ca_weights_float32),
+    ('encoder_decoder_cross_attention', ca_returns_float64),
     ('encoder_decoder_teacher_forcing', tf_float32),
     ('encoder_decoder_cross_weights', np.int64(8 * 4 * 11 * 29)),
 ]

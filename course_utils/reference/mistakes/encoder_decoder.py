@@ -7,7 +7,11 @@ as the answer, so a mistake never calls the reference).
 Why the cases look the way they do (every mistake must run on every case, and differ from the
 reference and from every other mistake):
 
-* cross_attention: float64; the first three cases are also backpropagated through (section 5's
+* every exercise follows the course's dtype policy (`FloatPolicy`): a floating-point result may
+  be float32 or float64 whatever the inputs' floating dtype, and is compared at float32's
+  tolerances whenever either side of the comparison is float32.
+* cross_attention: float64, but for the last case, in float32 (a float64 result for float32
+  inputs is accepted, at float32's tolerances); the first three cases are also backpropagated through (section 5's
   model trains through the student's function, so one computed under torch.no_grad(), detached
   or in NumPy must fail); d_k differs from d_model and d_v (dividing by sqrt(d_model), or
   not projecting the values, shows); cases without a mask have T != S (keys from the decoder
@@ -48,6 +52,34 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check", "diagnose"]
 DT = torch.float64
 
 
+class FloatPolicy:
+    """The course's dtype policy (issue 30 item 5): a floating-point result may be float32 or
+    float64 whatever the inputs' floating dtype. A float32 result is compared at float32's
+    tolerances (`Exercise.tolerances`); so is a float64 result compared with a float32 one (the
+    reference's, or a mistake's, on float32 inputs): the float32 side carries only float32's
+    digits."""
+
+    def tolerances(self, got, expected):
+        if framework._low_precision(expected) and not framework._low_precision(got):
+            return super().tolerances(expected, expected)
+        return super().tolerances(got, expected)
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyGradientExercise(FloatPolicy, GradientExercise):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyExercise(FloatPolicy, Exercise):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyDtypeKindExercise(FloatPolicy, DtypeKindExercise):
+    pass
+
+
 TRANSFORMER_BUILTINS = (
     "torch.nn:TransformerEncoderLayer",
     "torch.nn:TransformerDecoderLayer",
@@ -78,10 +110,10 @@ HIDDEN_ONLY = {"count_source_self", "count_decoder_self", "count_one_head", "cou
 def cross_attention_cases(seed):
     g = torch.Generator().manual_seed(seed)
 
-    def case(B, T, S, d_model, d_k, d_v, lengths=None, scale=1.0):
-        x = scale * torch.randn(B, T, d_model, generator=g, dtype=DT)
-        memory = scale * torch.randn(B, S, d_model, generator=g, dtype=DT)
-        W = [torch.randn(d_model, d, generator=g, dtype=DT) / math.sqrt(d_model) for d in (d_k, d_k, d_v)]
+    def case(B, T, S, d_model, d_k, d_v, lengths=None, scale=1.0, dtype=DT):
+        x = scale * torch.randn(B, T, d_model, generator=g, dtype=dtype)
+        memory = scale * torch.randn(B, S, d_model, generator=g, dtype=dtype)
+        W = [torch.randn(d_model, d, generator=g, dtype=dtype) / math.sqrt(d_model) for d in (d_k, d_k, d_v)]
         mask = None if lengths is None else torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]
         return ((x, memory, *W), {"src_mask": mask})
 
@@ -103,6 +135,8 @@ def cross_attention_cases(seed):
         case(2, 5, 5, 8, 6, 4, lengths=[4, 2], scale=2.0),
         case(1, 2, 6, 4, 2, 5),
         very_negative_case(),
+        # float32 inputs: a float32 or a float64 result is accepted (the dtype policy)
+        case(3, 5, 5, 6, 4, 3, lengths=[5, 3, 2], dtype=torch.float32),
     ]
 
 
@@ -304,7 +338,7 @@ BLOCK_SELF_CASES, BLOCK_CROSS_CASES, BLOCK_MLP_CASES = (5,), (7,), (9, 10)
 
 
 @dataclasses.dataclass(frozen=True)
-class BlockExercise(Exercise):
+class BlockExercise(FloatPolicy, Exercise):
     """An answer that is a decoder block class DecoderBlock(d_model, num_heads, d_ff,
     norm_first=...) with submodules self_attn and cross_attn (Attention layers), norm1, norm2,
     norm3 and mlp; cases in the layout of probe.run_module."""
@@ -585,7 +619,7 @@ COUNT_MISTAKES = (
 
 
 EXERCISES = {exercise.grade_id: exercise for exercise in (
-    GradientExercise(  # section 5's model trains through the student's function: a detached one must fail
+    PolicyGradientExercise(  # section 5's model trains through the student's function: a detached one must fail
         grade_id="encoder_decoder_cross_attention",
         function_name="cross_attention",
         reference=reference.cross_attention,
@@ -611,7 +645,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
         crash_hint="x is (B, T, d_model) and memory (B, S, d_model); self.self_attn(h, h, causal=True) and "
                    "self.cross_attn(h, memory, src_mask) return (B, T, d_model), and so does self.mlp(h)",
     ),
-    Exercise(
+    PolicyExercise(
         grade_id="encoder_decoder_teacher_forcing",
         function_name="teacher_forcing_loss",
         reference=reference.teacher_forcing_loss,
@@ -624,7 +658,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
                    "is (B, L) too, model(src, src_mask, decoder_input) gives logits (B, L, V), and "
                    "F.cross_entropy wants (N, V) logits and (N,) labels",
     ),
-    DtypeKindExercise(
+    PolicyDtypeKindExercise(
         grade_id="encoder_decoder_greedy",
         function_name="greedy_decode",
         reference=reference.greedy_decode,
