@@ -4,6 +4,9 @@ The catalogues name the mistakes students make in one exercise; these tests cove
 categories for every exercise whose answer is a function (notebooks added later included):
 - an answer that is right but writes into its inputs must fail, saying so;
 - an answer computed in float32 must pass (the exercise's tolerance widens to what float32 holds);
+- the dtype policy, tested both ways: a floating result may be float32 or float64 whatever the
+  inputs' floating dtype (the reference's results cast to float32 pass, and so do its results on
+  float32 inputs cast to float64); integer and boolean results keep the dtype the prompt states;
 - a later exercise keeps its points when an earlier one is answered with a catalogued mistake;
 - a result of the wrong kind (NumPy for a tensor, a float for an int count) fails with a sentence.
 """
@@ -119,6 +122,76 @@ def test_a_correct_answer_in_float32_passes(notebook, exercise):
     s = spec(exercise)
     solution = solved_namespace(notebook)[s.function_name]
     run_test_cell(notebook, exercise, _in_float32(solution))
+
+
+def _cast_floats(value, source, target):
+    """`value` with every `source` floating tensor or array (in tuples and lists too) cast to
+    `target` (a torch dtype; NumPy arrays get its NumPy twin); the same object if none is."""
+    if isinstance(value, torch.Tensor) and value.dtype == source:
+        return value.to(target)
+    if isinstance(value, np.ndarray) and value.dtype == torch.empty(0, dtype=source).numpy().dtype:
+        return value.astype(torch.empty(0, dtype=target).numpy().dtype)
+    if isinstance(value, (tuple, list)):
+        changed = [_cast_floats(v, source, target) for v in value]
+        if any(c is not v for c, v in zip(changed, value)):
+            return type(value)(changed) if isinstance(value, list) else tuple(changed)
+    return value
+
+
+def _inputs_all_float32(args, kwargs):
+    floats = _float_inputs(args, kwargs)
+    return bool(floats) and all(v.dtype in (torch.float32, np.float32) for v in floats)
+
+
+def _results_cast(solution, source, target, only_on_float32_inputs=False):
+    """The solution with its `source` floating results cast to `target` (on float32 inputs only,
+    with `only_on_float32_inputs`): the right numbers, in the other floating dtype."""
+    @functools.wraps(solution)
+    def answer(*args, **kwargs):
+        result = solution(*args, **kwargs)
+        if only_on_float32_inputs and not _inputs_all_float32(args, kwargs):
+            return result
+        return _cast_floats(result, source, target)
+    return answer
+
+
+def _casting_changes(source, target, only_on_float32_inputs=False):
+    """Whether, on some catalogued case (with float32 inputs only, if so asked), the reference
+    returns a `source` floating result: else casting cannot test anything and is not collected.
+    Not where an input is a model: its parameters are no input of the policy, the result must
+    follow the model's dtype (a float32 state fed back to a float64 cell fails)."""
+    def applies(s, solution):
+        if not _has_float_inputs(s, solution) or any(_takes_a_model(case) for case in s.cases()):
+            return False
+        for case in s.cases():
+            try:
+                args, kwargs = case
+            except (TypeError, ValueError):
+                continue
+            if only_on_float32_inputs and not _inputs_all_float32(args, kwargs):
+                continue
+            sample = s.run(solution, case)
+            if _cast_floats(sample, source, target) is not sample:
+                return True
+        return False
+    return applies
+
+
+@pytest.mark.parametrize("notebook, exercise", _function_exercises(_casting_changes(torch.float64, torch.float32)))
+def test_a_correct_result_cast_to_float32_passes(notebook, exercise):
+    """The dtype policy, one way: a floating result may be float32 for float64 inputs, and is then
+    compared at float32's tolerance."""
+    solution = solved_namespace(notebook)[spec(exercise).function_name]
+    run_test_cell(notebook, exercise, _results_cast(solution, torch.float64, torch.float32))
+
+
+@pytest.mark.parametrize("notebook, exercise", _function_exercises(
+    _casting_changes(torch.float32, torch.float64, only_on_float32_inputs=True)))
+def test_a_correct_result_cast_to_float64_passes(notebook, exercise):
+    """The dtype policy, the other way: a floating result may be float64 for float32 inputs."""
+    solution = solved_namespace(notebook)[spec(exercise).function_name]
+    run_test_cell(notebook, exercise, _results_cast(solution, torch.float32, torch.float64,
+                                                    only_on_float32_inputs=True))
 
 
 def _independent_pairs():

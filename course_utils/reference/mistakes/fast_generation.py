@@ -22,7 +22,10 @@ Instructor side, as secret as the reference. The hidden tests call `check(grade_
   1-D, 2-D and 3-D logits, and rows of 20 and 32 equal logits (torch.sort without stable=True
   keeps up to 16 equal values in index order on the CPU, not more: only long ties show it).
   Rows of a batch differ, so that ranking over dim 0 or over the flattened batch shows. Their probabilities must be floating-point (an integer one-hot at
-  temperature 0 fails, `DtypeKindExercise`); float32 for float64 passes, as everywhere.
+  temperature 0 fails, `DtypeKindExercise`), of either floating dtype: the course's policy is that
+  a floating result may be float32 or float64 whatever the inputs' dtype, and a float32 one is
+  compared at float32's tolerances (`Exercise.tolerances`; tests/exercises/test_categories.py
+  tests both ways).
 
 Every `compute` is a closure defined here (its module is the catalogue), so the forbidden-API
 guard lets it use PyTorch freely, as a student may in this notebook.

@@ -21,6 +21,10 @@ every other mistake on them):
   is not carried overflows there), and batched masks (B, Tq, Tk) and (B, 1, Tk) (a mask sliced
   as mask[:, start:stop] cuts the wrong axis). That no (Tq, Tk) table is built is checked by the
   notebook's visible test (demo.peak_tensor_bytes).
+
+rope and blocked_attention results may be float32 or float64 whatever the inputs' dtype (the
+course's policy for floating results, tested both ways by tests/exercises/test_categories.py); a
+float32 result is compared at float32's tolerances (`Exercise.tolerances`).
 """
 import math
 
