@@ -51,6 +51,18 @@ def gqa_per_head_loop(q, k, v, causal=True):
     return torch.stack(outs, dim=1)
 
 
+def gqa_square_mask_sliced(q, k, v, causal=True):
+    """The (T_k, T_k) causal mask's last T_q rows, filled with -1e9 instead of -inf (no row is
+    ever fully masked here, so the finite fill gives the same weights)."""
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    T_q, T_k = s.shape[-2:]
+    if causal:
+        s = s.masked_fill(~torch.ones(T_k, T_k, dtype=torch.bool).tril()[T_k - T_q:], -1e9)
+    return torch.softmax(s, -1) @ v
+
+
 # ---------------------------------------------------------------- sliding_window_mask
 def window_from_difference(T_q, T_k, window):
     """From the distance query position - key position: 0 <= distance < window."""
@@ -119,6 +131,20 @@ def backward_row_by_row(q, k, v, out, lse, grad_out, causal=False):
     return dq, dk, dv
 
 
+def backward_softmax_recomputed(q, k, v, out, lse, grad_out, causal=False):
+    """Ignores lse and out: P by a fresh softmax, D = rowsum(P * dP). Slower in a kernel, but the
+    same gradients; the values cannot tell it apart (the hidden cases' out and lse are what the
+    forward saves), so it passes."""
+    c = 1 / math.sqrt(q.shape[-1])
+    s = q @ k.transpose(-2, -1) * c
+    if causal:
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -math.inf)
+    p = torch.softmax(s, -1)
+    dp = grad_out @ v.transpose(-2, -1)
+    ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+    return ds @ k * c, ds.transpose(-2, -1) @ q * c, p.transpose(-2, -1) @ grad_out
+
+
 # ---------------------------------------------------------------- rms_norm
 def rms_norm_rsqrt(x, weight, eps=1e-6):
     """x.pow(2).mean, torch.rsqrt and a multiplication (how Llama's code writes it)."""
@@ -147,11 +173,11 @@ def swiglu_fused_einsum(x, w_gate, w_up, w_down):
 
 
 ALTERNATIVES = {
-    "llm_attention_gqa": [gqa_expand_reshape, gqa_grouped_queries, gqa_per_head_loop],
+    "llm_attention_gqa": [gqa_expand_reshape, gqa_grouped_queries, gqa_per_head_loop, gqa_square_mask_sliced],
     "llm_attention_sliding_window_mask": [window_from_difference, window_two_triangles],
     "llm_attention_rolling_cache": [rolling_negative_slice, rolling_narrow],
     "llm_attention_cache_guess": [4, 4.0, 2**32 / 2**30, 2 * 32 * 8 * 128 * 2 * 32768 / 1024**3, 4.005],
-    "llm_attention_backward": [backward_einsum_D_from_P, backward_row_by_row],
+    "llm_attention_backward": [backward_einsum_D_from_P, backward_row_by_row, backward_softmax_recomputed],
     "llm_attention_rms_norm": [rms_norm_rsqrt, rms_norm_from_vector_norm],
     "llm_attention_swiglu": [swiglu_functional, swiglu_fused_einsum],
 }

@@ -104,6 +104,14 @@ def gqa_returns_weights_too(q, k, v, causal=True):
     return w @ v, w
 
 
+def gqa_mask_only_when_square(q, k, v, causal=True):
+    """Masks only a prompt (T_q == T_k); several new queries after a cache see each other's future."""
+    k, v = _expand(q, k, v)
+    T_q, T_k = q.shape[-2], k.shape[-2]
+    allowed = torch.ones(T_q, T_k, dtype=torch.bool).tril() if causal and T_q == T_k else None
+    return _attend(q, k, v, allowed)
+
+
 # ---------------------------------------------------------------- sliding_window_mask
 def swm_band_both_sides(T_q, T_k, window):
     """|pos - p| < window: a band around the query, the future included, aligned to the end."""
@@ -152,6 +160,13 @@ def swm_window_halved(T_q, T_k, window):
     pos = torch.arange(T_q)[:, None] + T_k - T_q
     p = torch.arange(T_k)[None, :]
     return (p <= pos + window // 2) & (p >= pos - window // 2)
+
+
+def swm_window_from_the_end(T_q, T_k, window):
+    """The same last `window` keys for every query (counted from the end of the keys), kept causal."""
+    pos = torch.arange(T_q)[:, None] + T_k - T_q
+    p = torch.arange(T_k)[None, :]
+    return (p <= pos) & (p >= T_k - window)
 
 
 # ---------------------------------------------------------------- rolling_cache_append
@@ -330,6 +345,16 @@ def rn_in_place(x, weight, eps=1e-6):
     return x
 
 
+def rn_no_eps(x, weight, eps=1e-6):
+    """Leaves eps out."""
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True)) * weight
+
+
+def rn_weight_inside(x, weight, eps=1e-6):
+    """Multiplies by the weight before taking the root mean square as well as after."""
+    return x / torch.sqrt((x * weight).pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
 # ---------------------------------------------------------------- swiglu
 def sg_tanh(x, w_gate, w_up, w_down):
     """tanh as the gate."""
@@ -372,10 +397,11 @@ UNCATALOGUED = {
     "llm_attention_gqa": [
         gqa_first_kv_head_only, gqa_averages_query_heads, gqa_mask_triu_blocked, gqa_mask_excludes_self,
         gqa_scale_by_d, gqa_causal_always, gqa_expand_wrong_order, gqa_float32, gqa_returns_weights_too,
+        gqa_mask_only_when_square,
     ],
     "llm_attention_sliding_window_mask": [
         swm_band_both_sides, swm_causal_only, swm_window_only_last_row, swm_int_mask, swm_list, swm_square,
-        swm_first_rows, swm_window_halved,
+        swm_first_rows, swm_window_halved, swm_window_from_the_end,
     ],
     "llm_attention_rolling_cache": [
         rc_no_trim, rc_trim_before_append, rc_values_from_keys, rc_keys_and_values_swapped,
@@ -390,7 +416,7 @@ UNCATALOGUED = {
     ],
     "llm_attention_rms_norm": [
         rn_std, rn_no_sqrt, rn_abs_mean, rn_adds_weight, rn_layer_norm_by_hand_with_weight_as_bias,
-        rn_mean_over_all, rn_eps_default_ignored, rn_in_place,
+        rn_mean_over_all, rn_eps_default_ignored, rn_in_place, rn_no_eps, rn_weight_inside,
     ],
     "llm_attention_swiglu": [
         sg_tanh, sg_no_up, sg_add_not_multiply, sg_residual, sg_silu_on_both, sg_silu_after_down,
