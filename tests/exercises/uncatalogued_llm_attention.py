@@ -425,7 +425,7 @@ UNCATALOGUED = {
 }
 
 # test_uncatalogued.py runs these through the notebook's test cells: only once there is a notebook.
-WRONG_ANSWERS = UNCATALOGUED if _NOTEBOOK.exists() else {}
+WRONG_ANSWERS = UNCATALOGUED if any(_NOTEBOOK.glob("*.ipynb")) else {}
 
 # Wrong answers that PASS their test cell today (holes in the hidden tests): (grade_id, answer).
 HOLES = []
