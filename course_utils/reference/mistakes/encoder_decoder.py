@@ -28,7 +28,9 @@ reference and from every other mistake):
   last case's BOS is not dates.BOS (an answer ignoring its `bos` argument shows).
 * greedy: a random float64 `EncoderCountingSeq2Seq`, which raises, with the mistake's own
   message, when the encoder runs a second time; padded sources, so a dropped source mask shows;
-  the last case's BOS is not dates.BOS; ids must be long (`DtypeKindExercise`).
+  the third case's BOS is not dates.BOS; ids must be long (`DtypeKindExercise`); the last two
+  cases are twins (the same inputs), on which an answer that samples gives two different results
+  (`GreedyExercise`).
 """
 import dataclasses
 import functools
@@ -75,11 +77,6 @@ class PolicyExercise(FloatPolicy, Exercise):
     pass
 
 
-@dataclasses.dataclass(frozen=True)
-class PolicyDtypeKindExercise(FloatPolicy, DtypeKindExercise):
-    pass
-
-
 TRANSFORMER_BUILTINS = (
     "torch.nn:TransformerEncoderLayer",
     "torch.nn:TransformerDecoderLayer",
@@ -102,7 +99,10 @@ HIDDEN_ONLY = {"count_source_self", "count_decoder_self", "count_one_head", "cou
                # on the hidden case whose BOS is another id.
                "bos_ignored",
                # The visible scores are small, so -1e4 already gives the padding weight 0 there.
-               "mask_large_finite"}
+               "mask_large_finite",
+               # The visible targets are dates, which never contain the id 0: leaving it out changes nothing
+               # there; the hidden case whose targets use 0 as an ordinary token shows it.
+               "pad_ignored"}
 
 
 # --------------------------------------------------------------------------- 1. cross_attention
@@ -231,39 +231,48 @@ class _WrongBlock(nn.Module):
         self.self_attn = Attention(d_model, num_heads)
         self.cross_attn = Attention(d_model, num_heads)
         self.norm1, self.norm2, self.norm3 = nn.LayerNorm(d_model), nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU() if kind == "gelu" else nn.ReLU(),
+                                 nn.Linear(d_ff, d_model))
 
     def forward(self, x, memory, src_mask=None):
         kind = self.kind
-        norms = [self.norm1] * 3 if kind == "one_norm" else [self.norm1, self.norm2, self.norm3]
+        self_layer, cross_layer = ((self.cross_attn, self.self_attn) if kind == "swapped_attention_layers"
+                                   else (self.self_attn, self.cross_attn))
 
         def self_part(h):
-            return self.self_attn(h, h, src_mask if kind == "mask_to_self" else None,
-                                  causal=kind != "no_causal_mask")
+            return self_layer(h, h, src_mask if kind == "mask_to_self" else None, causal=kind != "no_causal_mask")
 
         def cross_part(h, norm):
-            keys = h if kind == "keys_from_decoder" else (norm(memory) if kind == "memory_normed" else memory)
+            if kind == "cross_reads_decoder":  # a second self-attention: cross_attn(h, h)
+                return cross_layer(h, h)
+            keys = h if kind == "keys_from_decoder" else (
+                norm(memory) if kind == "memory_normed" and self.norm_first else memory)
             mask = None if kind in ("mask_not_passed", "mask_to_self") else src_mask
-            return self.cross_attn(h, keys, mask, causal=kind == "causal_cross")
+            return cross_layer(h, keys, mask, causal=kind == "causal_cross")
 
-        order = ["cross", "self", "mlp"] if kind == "cross_first" else ["self", "cross", "mlp"]
-        skip_cross = 0.0 if kind == "no_residual_cross" else 1.0
-        for name, norm in zip(order, norms):
+        functions = {"self": self_part, "cross": lambda h, norm: cross_part(h, norm), "mlp": self.mlp}
+        if kind == "cross_first":  # the order swapped, the norms taken in their order: norm1 for the cross
+            plan = [("cross", self.norm1), ("self", self.norm2), ("mlp", self.norm3)]
+        elif kind == "cross_first_own_norms":  # the two lines swapped: each keeps its own norm
+            plan = [("cross", self.norm2), ("self", self.norm1), ("mlp", self.norm3)]
+        else:
+            norms = [self.norm1] * 3 if kind == "one_norm" else [self.norm1, self.norm2, self.norm3]
+            plan = list(zip(["self", "cross", "mlp"], norms))
+        if kind == "mlp_skipped":
+            plan = plan[:2]
+        for name, norm in plan:
+            def f(h, name=name, norm=norm):
+                return functions[name](h, norm) if name == "cross" else functions[name](h)
+            keep = 0.0 if kind == f"no_residual_{name}" else 1.0
             if self.norm_first:
                 h = norm(x)
-                if name == "self":
-                    x = x + self_part(h)
-                elif name == "cross":
-                    x = skip_cross * x + cross_part(h, norm)
-                else:
-                    x = x + self.mlp(h)
+                x = h + f(h) if kind == "residual_from_normed" else keep * x + f(h)
+            elif kind == "post_norm_of_sublayer":  # x + LN(f(x)) instead of LN(x + f(x))
+                x = x + norm(f(x))
+            elif kind == "post_norm_last_only":  # one LayerNorm, at the end of the block
+                x = norm(x + f(x)) if name == "mlp" else x + f(x)
             else:
-                if name == "self":
-                    x = norm(x + self_part(x))
-                elif name == "cross":
-                    x = norm(skip_cross * x + cross_part(x, norm))
-                else:
-                    x = norm(x + self.mlp(x))
+                x = norm(keep * x + f(x))
         return x
 
 
@@ -362,6 +371,10 @@ BLOCK_MISTAKES = tuple(
         ("keys_from_decoder",
          "your cross-attention reads the decoder's own stream as keys and values (a second "
          "self-attention); its keys and values are the encoder's output: self.cross_attn(h, memory, src_mask)."),
+        ("cross_reads_decoder",
+         "your cross-attention is called as self.cross_attn(h, h), without the memory or src_mask: it "
+         "attends to the decoder's own positions, so the block never reads the source. Call "
+         "self.cross_attn(h, memory, src_mask)."),
         ("memory_normed",
          "you passed the memory through the decoder's LayerNorm: the encoder's output is used as it "
          "is; only the decoder's stream is normalised, self.cross_attn(norm2(x), memory, src_mask)."),
@@ -374,9 +387,37 @@ BLOCK_MISTAKES = tuple(
         ("cross_first",
          "your block runs the cross-attention before the self-attention: the order is masked "
          "self-attention (norm1), then cross-attention (norm2), then the MLP (norm3)."),
+        ("swapped_attention_layers",
+         "you swapped the two attention layers: self.self_attn does the masked self-attention and "
+         "self.cross_attn the cross-attention (each has its own weights, loaded by name)."),
+        ("cross_first_own_norms",
+         "your block runs the cross-attention (with norm2) before the masked self-attention (with norm1): "
+         "the decoder first attends to the tokens written so far, then to the source: self-attention, "
+         "cross-attention, MLP."),
+        ("no_residual_self",
+         "there is no residual connection around your masked self-attention: add its input back, "
+         "x + self_attn(...) (inside norm1 for post-norm)."),
         ("no_residual_cross",
          "there is no residual connection around your cross-attention: add its input back, "
          "x + cross_attn(...)."),
+        ("no_residual_mlp",
+         "there is no residual connection around your MLP: add its input back, x + mlp(...) (inside "
+         "norm3 for post-norm)."),
+        ("residual_from_normed",
+         "your pre-norm residuals start from the normalised stream, h + f(h) with h = norm(x): the "
+         "residual adds to x itself, x = x + f(norm(x)), so that the norm touches only the sub-layer's input."),
+        ("post_norm_of_sublayer",
+         "your post-norm block normalises each sub-layer's output and then adds it, x + norm(f(x)): "
+         "post-norm normalises the sum, x = norm1(x + self_attn(x, x, causal=True)), and so on."),
+        ("post_norm_last_only",
+         "your post-norm block has a LayerNorm only at its end: post-norm normalises after every "
+         "sub-layer, norm1 after the self-attention, norm2 after the cross-attention, norm3 after the MLP."),
+        ("mlp_skipped",
+         "your block has no MLP (feed-forward) sub-layer: after the cross-attention comes "
+         "x + mlp(norm3(x)) (pre-norm) or norm3(x + mlp(x)) (post-norm)."),
+        ("gelu",
+         "your MLP uses GELU; this block's MLP is nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), "
+         "nn.Linear(d_ff, d_model))."),
         ("one_norm",
          "you used norm1 for all three sub-layers: each sub-layer has its own LayerNorm, norm1 for "
          "the self-attention, norm2 for the cross-attention, norm3 for the MLP."),
@@ -392,19 +433,23 @@ BLOCK_MISTAKES = tuple(
 
 # The three points of the decoder block, one per part (see mistakes.Part). A part's evidence is
 # the cases where it is the only sub-layer at work; the norms and the residuals are at work in
-# every case, so an uncatalogued mistake in them (a residual dropped) can cost more than their
+# every case, so an uncatalogued mistake in them (a residual taken from the wrong stream) can cost more than their
 # part, while a wrong attention costs its own part only. A catalogued mistake costs the one part it is charged to:
-# giving src_mask to the self-attention is charged to the cross-attention, which lacks it.
+# giving src_mask to the self-attention is charged to the cross-attention, which lacks it; swapping
+# the two attention layers, to the self-attention, the first of the two it gets wrong.
 BLOCK_PARTS = (
     framework.Part("self_attention", 1 / 3, "the masked self-attention sub-layer (causal, over the decoder's "
-                   "own stream)", mistakes=("no_causal_mask",), cases=BLOCK_SELF_CASES),
+                   "own stream)", mistakes=("no_causal_mask", "swapped_attention_layers"), cases=BLOCK_SELF_CASES),
     framework.Part("cross_attention", 1 / 3, "the cross-attention sub-layer (queries from the decoder, keys and "
                    "values from the encoder's output as it is, src_mask on the source)",
-                   mistakes=("causal_cross", "keys_from_decoder", "memory_normed", "mask_not_passed",
-                             "mask_to_self"), cases=BLOCK_CROSS_CASES),
+                   mistakes=("causal_cross", "keys_from_decoder", "cross_reads_decoder", "memory_normed",
+                             "mask_not_passed", "mask_to_self"), cases=BLOCK_CROSS_CASES),
     framework.Part("arrangement", 1 / 3, "the MLP, the residual connections, the three LayerNorms and the "
                    "order of the sub-layers, pre-norm and post-norm",
-                   mistakes=("cross_first", "no_residual_cross", "one_norm", "always_pre", "always_post"),
+                   mistakes=("cross_first", "cross_first_own_norms", "no_residual_self", "no_residual_cross",
+                             "no_residual_mlp", "residual_from_normed", "post_norm_of_sublayer",
+                             "post_norm_last_only", "mlp_skipped", "gelu", "one_norm", "always_pre",
+                             "always_post"),
                    cases=BLOCK_MLP_CASES),
 )
 
@@ -420,16 +465,16 @@ TOY_BOS_OTHER = 5
 DATES_BOS = 1  # course_utils.data.dates.BOS, the id the notebook's visible tests use
 
 
-def toy_model(cls, seed, **extra):
+def toy_model(cls, seed, noise=0.5, **extra):
     """A random float64 course model, portable into the sandbox, with weights large enough that
-    every input token and position changes its outputs."""
+    every input token and position changes its outputs (`noise`: how much is added to them)."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = probe.portable(cls, **TOY_CONFIG, **extra).double()
         g = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             for parameter in model.parameters():
-                parameter.add_(0.5 * torch.randn(parameter.shape, generator=g, dtype=DT))
+                parameter.add_(noise * torch.randn(parameter.shape, generator=g, dtype=DT))
     model.eval()
     return model
 
@@ -477,15 +522,30 @@ def _tf_variant(kind):
             decoder_in = torch.cat([start, tgt], dim=1)
         elif kind == "bos_ignored":
             decoder_in = torch.cat([torch.full_like(tgt[:, :1], DATES_BOS), tgt[:, :-1]], dim=1)
+        elif kind == "no_bos":  # y_1..y_{L-1} in, y_2..y_L out
+            decoder_in, labels = tgt[:, :-1], tgt[:, 1:]
+        elif kind == "eos_dropped":  # the last target token (EOS) neither read nor predicted
+            decoder_in, labels = shifted[:, :-1], tgt[:, :-1]
         else:
             decoder_in = shifted
-        logits = model(src, None if kind == "no_src_mask" else src_mask, decoder_in)
+        if kind == "encoder_unmasked":
+            logits = model.decode(decoder_in, model.encode(src, None), src_mask)
+        else:
+            logits = model(src, None if kind == "no_src_mask" else src_mask, decoder_in)
         if kind == "bos_not_trimmed":
             logits = logits[:, 1:]
+        if kind == "last_position_only":
+            logits, labels = logits[:, -1:], labels[:, -1:]
         if kind == "softmax_first":
             logits = torch.softmax(logits, dim=-1)
+        if kind == "summed_per_sentence":
+            return F.cross_entropy(logits.transpose(1, 2), labels, reduction="none").sum(dim=1).mean()
+        if kind == "labels_misaligned":  # the logits flattened time-major, the labels batch-major
+            logits = logits.transpose(0, 1)
         flat_logits, flat_labels = logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
-        return F.cross_entropy(flat_logits, flat_labels, reduction="sum" if kind == "summed" else "mean")
+        return F.cross_entropy(flat_logits, flat_labels, reduction="sum" if kind == "summed" else "mean",
+                               label_smoothing=0.1 if kind == "label_smoothing" else 0.0,
+                               ignore_index=TOY_PAD if kind == "pad_ignored" else -100)
     return compute
 
 
@@ -509,9 +569,36 @@ TF_MISTAKES = tuple(
         ("bos_ignored",
          "your decoder input starts with dates.BOS, not with the `bos` you were given: use the "
          "argument, so that the function works for any vocabulary."),
+        ("no_bos",
+         "you left BOS out: your decoder reads y_1..y_{L-1} and predicts y_2..y_L, so the first target "
+         "token is never predicted. Put bos in front, [bos, y_1, ..., y_{L-1}], and score all L target tokens."),
+        ("eos_dropped",
+         "your loss leaves out the last target token, EOS, so the model never learns to stop: score all L "
+         "positions against the whole target y_1..y_L, EOS included (the decoder input is still "
+         "[bos, y_1, ..., y_{L-1}])."),
         ("summed",
          "your loss is the sum over the tokens: the exercise asks for the mean cross-entropy over all "
          "B * L target tokens (F.cross_entropy's default)."),
+        ("summed_per_sentence",
+         "your loss adds up each sentence's token losses and averages over the sentences: the exercise asks "
+         "for the mean over all B * L tokens, so divide by L too (F.cross_entropy's default reduction, on "
+         "the flattened logits and labels)."),
+        ("label_smoothing",
+         "you used label smoothing (label_smoothing=0.1): the exercise asks for the plain cross-entropy of "
+         "the true next tokens, F.cross_entropy(logits, labels) without it."),
+        ("labels_misaligned",
+         "your logits and labels are flattened in different orders (one of them transposed to (L, B) "
+         "first), so each position is scored against another position's label: reshape both from their "
+         "(B, L, ...) layout, logits.reshape(-1, V) and tgt.reshape(-1)."),
+        ("pad_ignored",
+         "you left out the labels with id 0 (ignore_index): these targets have no padding, and the loss is "
+         "the mean over all B * L target tokens; call F.cross_entropy without ignore_index."),
+        ("last_position_only",
+         "you scored only the last position: teacher forcing scores every position t against the token "
+         "after it, all L positions in one pass, and averages their losses."),
+        ("encoder_unmasked",
+         "you encoded the source without src_mask, so the encoder's self-attention reads the padding: "
+         "model(src, src_mask, decoder_input) gives the mask to the encoder and to the decoder."),
         ("softmax_first",
          "you applied a softmax before the cross-entropy: F.cross_entropy takes raw logits and applies "
          "log-softmax itself."),
@@ -530,26 +617,39 @@ def greedy_cases(seed):
         src, mask, _ = toy_batch(g, B, S, lengths, 2)
         model = toy_model(EncoderCountingSeq2Seq, seed + 100 + i, max_encodes=1)
         cases.append(((model, src, mask, TOY_BOS_OTHER if i == 2 else TOY_BOS, steps), {}))
+    # Twins: the same inputs twice (GREEDY_TWINS), a model whose next-token distributions are
+    # spread out (no token above about 0.7), so that an answer that samples instead of taking the
+    # argmax gives two different results (the chance of the same 28 draws twice is below 1e-6).
+    src, mask, _ = toy_batch(g, 4, 6, [6, 4, 3, 5], 2)
+    for _ in range(2):
+        cases.append(((toy_model(EncoderCountingSeq2Seq, seed + 200, noise=0.2, max_encodes=1), src, mask, TOY_BOS,
+                       7), {}))
     return cases
+
+
+GREEDY_TWINS = (3, 4)  # indices of the two identical cases of greedy_cases
 
 
 def _greedy_variant(kind):
     def compute(model, src, src_mask, bos, steps):
         with torch.no_grad():
-            memory = model.encode(src, src_mask)
+            memory = model.encode(src, None if kind == "encoder_unmasked" else src_mask)
             start = DATES_BOS if kind == "bos_ignored" else bos
             tokens = torch.full((src.shape[0], 1), start, dtype=torch.long)
-            for _ in range(steps - 1 if kind == "one_step_short" else steps):
+            for _ in range(steps - 1 if kind in ("one_step_short", "one_step_short_bos_kept") else steps):
                 if kind == "encoder_per_step":
                     memory = model.encode(src, src_mask)
                 fed = tokens[:, -1:] if kind == "last_token_only" else tokens
                 logits = model.decode(fed, memory, None if kind == "src_mask_dropped" else src_mask)
                 position = 0 if kind == "first_position" else -1
-                best = logits[:, position].argmax(dim=-1, keepdim=True)
+                if kind == "sampled":  # random: recognised by its twin cases (GreedyExercise)
+                    best = torch.multinomial(torch.softmax(logits[:, position], dim=-1), 1)
+                else:
+                    best = logits[:, position].argmax(dim=-1, keepdim=True)
                 if kind == "eos_sticks":  # a sentence that wrote EOS writes EOS from then on
                     best = torch.where((tokens[:, 1:] == TOY_EOS).any(dim=1, keepdim=True), TOY_EOS, best)
                 tokens = torch.cat([tokens, best], dim=1)
-        return tokens if kind == "bos_included" else tokens[:, 1:]
+        return tokens if kind in ("bos_included", "one_step_short_bos_kept") else tokens[:, 1:]
     return compute
 
 
@@ -569,6 +669,16 @@ GREEDY_MISTAKES = (
     Mistake("one_step_short",
             "you generated one token too few: run the decoder `steps` times, one new token each time.",
             _greedy_variant("one_step_short")),
+    Mistake("one_step_short_bos_kept",
+            "your loop runs one step short and your result keeps BOS in front, so it has the right shape but "
+            "every token sits one place late and the last one is missing: run the decoder `steps` times and "
+            "return the tokens after BOS, tokens[:, 1:].",
+            _greedy_variant("one_step_short_bos_kept")),
+    Mistake("sampled",
+            "your tokens change from one run to the next on the same inputs: you sampled the next token "
+            "(torch.multinomial) instead of taking the most probable one. Greedy decoding appends "
+            "logits[:, -1].argmax(dim=-1, keepdim=True).",
+            _greedy_variant("sampled")),
     Mistake("eos_sticks",
             "once a sentence wrote EOS you kept writing EOS for it: here every sentence is decoded for "
             "exactly `steps` tokens, each the most probable after all the tokens before it, EOS included.",
@@ -577,11 +687,42 @@ GREEDY_MISTAKES = (
             "you started from dates.BOS, not from the `bos` you were given: use the argument, so that "
             "the function works for any vocabulary.",
             _greedy_variant("bos_ignored")),
+    Mistake("encoder_unmasked",
+            "you encoded the source without src_mask, so the encoder's self-attention reads the padding: "
+            "memory = model.encode(src, src_mask), and src_mask to model.decode at every step too.",
+            _greedy_variant("encoder_unmasked")),
     Mistake("src_mask_dropped",
             "you decoded without src_mask, so the cross-attention reads the source's padding: pass it to "
             "model.decode at every step.",
             _greedy_variant("src_mask_dropped")),
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class GreedyExercise(FloatPolicy, DtypeKindExercise):
+    """Greedy decoding: a mistake that samples (`RANDOM_MISTAKES`) cannot be recomputed draw for
+    draw, so it is recognised by what sampling does to the twin cases (GREEDY_TWINS, the same
+    inputs twice): two different results. Every other mistake by its outputs, as always."""
+
+    def matching_mistake(self, results):
+        random = [m for m in self.mistakes if m.name in RANDOM_MISTAKES]
+        if random and len(results) > max(GREEDY_TWINS):
+            first, second = (results[i][1] for i in GREEDY_TWINS)
+            if self.difference(first, second) is not None:
+                return random[0]
+        for mistake in self.mistakes:
+            if mistake.name in RANDOM_MISTAKES:
+                continue
+            try:
+                if (all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results)
+                        and self._wrong_somewhere(mistake, [case for case, _ in results])):
+                    return mistake
+            except Exception:  # the mistake cannot even run on some case, so it is not this one
+                continue
+        return None
+
+
+RANDOM_MISTAKES = {"sampled"}
 
 
 # --------------------------------------------------------------------------- 5. think first
@@ -658,7 +799,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
                    "is (B, L) too, model(src, src_mask, decoder_input) gives logits (B, L, V), and "
                    "F.cross_entropy wants (N, V) logits and (N,) labels",
     ),
-    PolicyDtypeKindExercise(
+    GreedyExercise(
         grade_id="encoder_decoder_greedy",
         function_name="greedy_decode",
         reference=reference.greedy_decode,
