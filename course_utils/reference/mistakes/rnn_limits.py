@@ -315,22 +315,32 @@ EXERCISES = {
 
 # --- rnn_limits_capacity: a think-first question. Its visible test only checks that
 # `longest_string` is a positive number (the number is the question): every wrong value is hidden only.
+# The numbers vary by student (course_utils.grading.questions): the state's `numbers`, the `bits_each`
+# each of them carries and the alphabet's `symbols` (a power of 2 with more than 2**bits_each of them,
+# and numbers * bits_each no multiple of log2(symbols), so that rounding down matters).
+def _symbol_bits(symbols):
+    return symbols.bit_length() - 1  # log2 of a power of 2
+
+
 CAPACITY_MISTAKES = (
-    Mistake('capacity_one_bit_a_symbol', "you counted one bit per symbol; telling 8 symbols apart takes log2(8)"
-                                         " = 3 bits each.",
-                                         64),
-    Mistake('capacity_one_bit_a_number', "you gave each of the 32 numbers a single bit; the question gives each"
-                                         " 2 bits.",
-                                         10),
-    Mistake('capacity_a_symbol_a_number', "you stored one symbol per number, but 2 bits tell only 4 values "
-                                          "apart, not 8: count bits, not numbers.",
-                                          32),
-    Mistake('capacity_rounded_up', "you rounded up: one more symbol needs 3 more bits than the state has left.",
-                                   22),
+    Mistake('capacity_one_bit_a_symbol', "you counted one bit per symbol; telling {symbols} symbols apart takes "
+                                         "log2({symbols}) bits each.",
+                                         lambda numbers, bits_each, symbols: numbers * bits_each),
+    Mistake('capacity_one_bit_a_number', "you gave each of the {numbers} numbers a single bit; the question gives "
+                                         "each {bits_each} bits.",
+                                         lambda numbers, bits_each, symbols: numbers // _symbol_bits(symbols)),
+    Mistake('capacity_a_symbol_a_number', "you stored one symbol per number, but {bits_each} bits tell only "
+                                          "2^{bits_each} values apart, not {symbols}: count bits, not numbers.",
+                                          lambda numbers, bits_each, symbols: numbers),
+    Mistake('capacity_rounded_up', "you rounded up: one more symbol needs log2({symbols}) more bits than the "
+                                   "state has left.",
+                                   lambda numbers, bits_each, symbols:
+                                   numbers * bits_each // _symbol_bits(symbols) + 1),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in CAPACITY_MISTAKES}
 EXERCISES["rnn_limits_capacity"] = think_first(
-    "rnn_limits_capacity", "longest_string", reference.longest_distinguishable_string(),
+    "rnn_limits_capacity", "longest_string",
+    lambda numbers, bits_each, symbols: reference.longest_distinguishable_string(numbers, bits_each, symbols),
     CAPACITY_MISTAKES, "your longest length")
 
 
