@@ -322,24 +322,27 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (VARIANCE, FIT, JACOBIA
 
 # --- scaling_dk_raw_variance: a think-first question. Its visible test only checks that
 # `raw_score_variance` is a positive number (the number is the question): every wrong value is hidden only.
+# The numbers vary by student (course_utils.grading.questions): d_k, and `variance`, that of every
+# entry of q and of k (never 1, so that the unit-entries mistake stays a mistake).
 RAW_VARIANCE_MISTAKES = (
     Mistake('raw_variance_one_factor', "you multiplied d_k by one variance; a product q_i k_i of independent "
                                        "entries has variance Var(q_i) Var(k_i).",
-                                       512),
-    Mistake('raw_variance_unit_entries', "you used entries of variance 1; here each entry has variance 2.",
-                                         256),
+                                       lambda d_k, variance: d_k * variance),
+    Mistake('raw_variance_unit_entries', "you used entries of variance 1; here each entry has variance {variance:g}.",
+                                         lambda d_k, variance: d_k),
     Mistake('raw_variance_sqrt_dk', "you used sqrt(d_k): the variances of the d_k products add up, so it is d_k"
                                     " times one product's.",
-                                    64),
+                                    lambda d_k, variance: math.sqrt(d_k) * variance * variance),
     Mistake('raw_variance_scaled', "that is the variance after dividing by sqrt(d_k); the question asks for the"
                                    " raw score.",
-                                   4),
+                                   lambda d_k, variance: variance * variance),
     Mistake('raw_variance_std', "you gave the standard deviation; the variance is its square.",
-                                32),
+                                lambda d_k, variance: math.sqrt(d_k) * variance),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in RAW_VARIANCE_MISTAKES}
 EXERCISES["scaling_dk_raw_variance"] = think_first(
-    "scaling_dk_raw_variance", "raw_score_variance", reference.dot_product_variance(256, 2.0, 2.0),
+    "scaling_dk_raw_variance", "raw_score_variance",
+    lambda d_k, variance: reference.dot_product_variance(d_k, variance, variance),
     RAW_VARIANCE_MISTAKES, "your variance")
 
 
