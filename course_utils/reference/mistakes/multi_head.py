@@ -357,23 +357,28 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (SPLIT, MERGE, ATTENTIO
 
 # --- multi_head_weights_count: a think-first question. Its visible test only checks that
 # `head_weights_count` is a positive number (the number is the question): every wrong value is hidden only.
+# The numbers vary by student (course_utils.grading.questions): batch (sentences, at least 2), tokens
+# (per sentence), heads (at least 2) and d_model (which the answer does not depend on).
 WEIGHT_COUNT_MISTAKES = (
     Mistake('weights_one_head', "you counted one head; every head computes its own weights.",
-                                200),
-    Mistake('weights_one_sentence', "you counted one sentence; the batch has two.",
-                                    800),
+                                lambda batch, tokens, heads, d_model: batch * tokens * tokens),
+    Mistake('weights_one_sentence', "you counted one sentence; the batch has {batch}.",
+                                    lambda batch, tokens, heads, d_model: heads * tokens * tokens),
     Mistake('weights_times_head_width', "you multiplied by the head width; a weight is one number per head and "
                                         "(query, key) pair, however wide the head.",
-                                        12800),
+                                        lambda batch, tokens, heads, d_model:
+                                        reference.attention_weight_count(batch, tokens, heads) * (d_model // heads)),
     Mistake('weights_times_d_model', "you multiplied by d_model; a weight is one number per head and (query, "
                                      "key) pair.",
-                                     102400),
+                                     lambda batch, tokens, heads, d_model:
+                                     reference.attention_weight_count(batch, tokens, heads) * d_model),
     Mistake('weights_one_per_token', "you gave each query one weight; it has one for every key.",
-                                     160),
+                                     lambda batch, tokens, heads, d_model: batch * heads * tokens),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in WEIGHT_COUNT_MISTAKES}
 EXERCISES["multi_head_weights_count"] = think_first(
-    "multi_head_weights_count", "head_weights_count", reference.attention_weight_count(2, 10, 8),
+    "multi_head_weights_count", "head_weights_count",
+    lambda batch, tokens, heads, d_model: reference.attention_weight_count(batch, tokens, heads),
     WEIGHT_COUNT_MISTAKES, "your number of weights")
 
 
