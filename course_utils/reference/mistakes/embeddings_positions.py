@@ -348,22 +348,24 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (ONE_HOT, COSINE, SINUS
 
 # --- embeddings_positions_wavelength: a think-first question. Its visible test only checks that
 # `pair_wavelength` is a positive number (the number is the question): every wrong value is hidden only.
+# The numbers vary by student (course_utils.grading.questions): `d_model` and the pair `i`
+# (dimensions 2i and 2i + 1).
 WAVELENGTH_MISTAKES = (
-    Mistake('wavelength_no_two_pi', "you gave 1 / w_2; sin(pos * w) comes back when pos * w grows by 2 pi, not "
+    Mistake('wavelength_no_two_pi', "you gave 1 / w_{i}; sin(pos * w) comes back when pos * w grows by 2 pi, not "
                                     "by 1.",
-                                    100.0),
+                                    lambda d_model, i: 10000.0 ** (2 * i / d_model)),
     Mistake('wavelength_i_not_2i', "you used 10000^(i / d_model); the exponent is 2i / d_model.",
-                                   2 * math.pi * 10.0),
+                                   lambda d_model, i: 2 * math.pi * 10000.0 ** (i / d_model)),
     Mistake('wavelength_frequency', "you gave the frequency (turns per position); the wavelength is its "
                                     "inverse.",
-                                    1 / (200 * math.pi)),
-    Mistake('wavelength_dimension_as_pair', "you took i = 4, the dimension; i counts pairs, and dimensions 4 "
-                                            "and 5 are pair 2.",
-                                            2 * math.pi * 10000.0),
+                                    lambda d_model, i: 1 / (2 * math.pi * 10000.0 ** (2 * i / d_model))),
+    Mistake('wavelength_dimension_as_pair', "you took i = 2 x {i}, the dimension; i counts pairs, and dimensions "
+                                            "2i and 2i + 1 are pair i = {i}.",
+                                            lambda d_model, i: 2 * math.pi * 10000.0 ** (2 * (2 * i) / d_model)),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in WAVELENGTH_MISTAKES}
 EXERCISES["embeddings_positions_wavelength"] = think_first(
-    "embeddings_positions_wavelength", "pair_wavelength", _ref_pair_wavelength(2, 8),
+    "embeddings_positions_wavelength", "pair_wavelength", lambda d_model, i: _ref_pair_wavelength(i, d_model),
     WAVELENGTH_MISTAKES, "your wavelength", rtol=0.005)
 
 
