@@ -597,24 +597,26 @@ EXERCISES = {
 
 # --- bahdanau_attention_weights_count: a think-first question. Its visible test only checks that
 # `weights_per_date` is a positive number (the number is the question): every wrong value is hidden only.
+# The numbers vary by student (course_utils.grading.questions): the `source` date (its characters, no
+# padding) and its `target`, always ten characters YYYY-MM-DD, then the end symbol.
 WEIGHTS_COUNT_MISTAKES = (
     Mistake('weights_no_end_step', "you left out the step that writes the end symbol: the decoder attends at "
                                    "that step too.",
-                                   220),
+                                   lambda source, target: len(target) * len(source)),
     Mistake('weights_one_step', "you counted one decoder step; the decoder weighs the annotations afresh at "
                                 "every step.",
-                                22),
+                                lambda source, target: len(source)),
     Mistake('weights_target_by_target', "you paired output steps with output steps; at each step the weights "
                                         "run over the source characters.",
-                                        121),
+                                        lambda source, target: (len(target) + 1) ** 2),
     Mistake('weights_per_direction', "you counted each direction of the bidirectional encoder apart; an "
                                      "annotation h_i joins both directions and gets one weight.",
-                                     484),
+                                     lambda source, target: 2 * (len(target) + 1) * len(source)),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in WEIGHTS_COUNT_MISTAKES}
 EXERCISES["bahdanau_attention_weights_count"] = think_first(
     "bahdanau_attention_weights_count", "weights_per_date",
-    reference.attention_weights_per_translation(len("the 3rd of March, 1999")),
+    lambda source, target: reference.attention_weights_per_translation(len(source), len(target)),
     WEIGHTS_COUNT_MISTAKES, "your number of weights")
 
 
