@@ -15,6 +15,11 @@ An exercise forbids what a function *is*, not one name for it. Three nets catch 
   so a forbidden one reached through a namespace nobody can patch
   (`torch._C._VariableFunctions.cosine_similarity`, `torch._VF.rnn_tanh_cell`) is recorded too.
 
+These nets run inside the student's kernel, which the student controls: they give the message.
+Under the autograder the verdict does not depend on them alone: the grader also reads the
+notebook's text, in its own process, for routes these nets cannot see (a library function kept in
+an object, called from a thread or with PyTorch's modes switched off): autograder/routes.py.
+
 Only the outermost forbidden call is reported (`torch.func.jacrev` runs `torch.autograd.grad`
 inside: the student used jacrev). Any function of `course_utils.reference` counts as
 forbidden too: the reference is the answer.

@@ -57,8 +57,13 @@ def decoder_step_functional(decoder, prev_token, state, keys, mask=None):
     weights = scores.softmax(dim=1)
     context = torch.einsum("bt,btd->bd", weights, keys)
     x = torch.cat((decoder.embedding.weight[prev_token], context), dim=1)
-    new_state = torch._VF.gru_cell(x, state, decoder.cell.weight_ih, decoder.cell.weight_hh,
-                                   decoder.cell.bias_ih, decoder.cell.bias_hh)
+    # the GRU cell's equations with its own weights (PyTorch's gate order: reset, update, new)
+    cell = decoder.cell
+    i_r, i_z, i_n = torch.nn.functional.linear(x, cell.weight_ih, cell.bias_ih).chunk(3, dim=1)
+    h_r, h_z, h_n = torch.nn.functional.linear(state, cell.weight_hh, cell.bias_hh).chunk(3, dim=1)
+    reset, update = torch.sigmoid(i_r + h_r), torch.sigmoid(i_z + h_z)
+    candidate = torch.tanh(i_n + reset * h_n)
+    new_state = (1 - update) * candidate + update * state
     logits = torch.nn.functional.linear(torch.cat((new_state, context), dim=1), decoder.out.weight, decoder.out.bias)
     return logits, new_state, weights
 

@@ -1,0 +1,278 @@
+"""The grader's static reading of forbidden routes (autograder/routes.py).
+
+Each attack category of issue 30 item 1 is put into a real solution notebook, in an answer cell
+before the exercise's test cell, and must be found; the honest neighbours (every solution,
+every second correct implementation, every honest wrong answer) must be read without a finding.
+No kernel runs: this is the grader's reading of the text, which student code cannot reach.
+"""
+import ast
+import functools
+import importlib
+import inspect
+import pathlib
+
+import nbformat
+import pytest
+
+from autograder import judge, routes
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+SOLUTIONS = sorted((REPO / "solutions").glob("*/*.ipynb"))
+
+
+def _test_cells(nb):
+    for index, cell in enumerate(nb.cells):
+        wanted = judge.expected(cell.source) if cell.cell_type == "code" else None
+        if wanted:
+            for grade_id in wanted[1]:
+                yield index, judge._exercise(wanted[0], grade_id)
+
+
+def _notebook(topic):
+    return nbformat.read(next(p for p in SOLUTIONS if p.parent.name.endswith(topic)), 4)
+
+
+def _with_answer(topic, grade_id, code):
+    """The solution notebook with `code` as one more answer cell just before grade_id's test cell;
+    returns (cells, index of the test cell, exercise)."""
+    nb = _notebook(topic)
+    index, exercise = next((i, e) for i, e in _test_cells(nb) if e.grade_id == grade_id)
+    cell = nbformat.v4.new_code_cell(code)
+    cell.metadata["nbgrader"] = {"solution": True, "grade": False, "locked": False, "grade_id": "extra"}
+    nb.cells.insert(index, cell)
+    return nb.cells, index + 1, exercise
+
+
+def _finding(topic, grade_id, code):
+    cells, index, exercise = _with_answer(topic, grade_id, code)
+    return routes.finding(cells, index, exercise.function_name, exercise.forbidden)
+
+
+# --- honest code: no finding ----------------------------------------------------------------
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.parent.name)
+def test_every_solution_is_read_without_a_finding(path):
+    nb = nbformat.read(path, 4)
+    for index, exercise in _test_cells(nb):
+        assert routes.finding(nb.cells, index, exercise.function_name, exercise.forbidden) is None, exercise.grade_id
+
+
+def _honest_functions(prefix, table_name):
+    """(exercise, function) of the table `table_name` of tests/exercises/<prefix>_<topic>.py, for
+    exercises that forbid something."""
+    out = []
+    prefix, table_name_ = prefix, table_name
+    for path in sorted((REPO / "tests" / "exercises").glob(f"{prefix}_*.py")):
+        module = importlib.import_module(f"tests.exercises.{path.stem}")
+        table = getattr(module, table_name_, {})
+        topic = path.stem.split("_", 1)[1]
+        catalogue = importlib.import_module(f"course_utils.reference.mistakes.{topic}").EXERCISES
+        items = table.items() if isinstance(table, dict) else [(g, [f]) for g, f in table]
+        for grade_id, functions in items:
+            if grade_id not in catalogue or not catalogue[grade_id].forbidden:
+                continue
+            out += [(catalogue[grade_id], f) for f in functions if inspect.isfunction(f) or inspect.isclass(f)]
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _module_reader(module):
+    source = inspect.getsource(module)
+    imports = [ast.unparse(n) for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    return imports, routes._Reader([(0, source)], ())
+
+
+def _read_alone(exercise, function):
+    """The finding for `function` written in a notebook cell of its own (its module's imports and
+    helpers), then the exercise's name bound to it."""
+    imports, reader = _module_reader(inspect.getmodule(function))
+    # Only what this answer reaches: the module also holds other (hostile) answers, which a
+    # student's notebook would not.
+    reached = [ast.unparse(s.node) for s in reader.reach(function.__name__)]
+    cells = [nbformat.v4.new_code_cell("\n".join(imports + reached[::-1])),
+             nbformat.v4.new_code_cell(f"{exercise.function_name} = {function.__name__}")]
+    return routes.finding(cells, len(cells), exercise.function_name, exercise.forbidden)
+
+
+@pytest.mark.parametrize("prefix, table, least", [("alternatives", "ALTERNATIVES", 40),
+                                                  ("uncatalogued", "NOT_WRONG", 1),
+                                                  ("uncatalogued", "ACCEPTED", 1)])
+def test_honest_answers_are_read_without_a_finding(prefix, table, least):
+    """Second correct implementations, and the right answers written the way nobody catalogued."""
+    found = []
+    cases = _honest_functions(prefix, table)
+    assert len(cases) >= least
+    for exercise, function in cases:
+        result = _read_alone(exercise, function)
+        if result:
+            found.append((exercise.grade_id, function.__name__, str(result)))
+    assert not found
+
+
+def test_a_demo_comparing_with_the_library_is_not_the_answer():
+    """The same notebook may call the forbidden function outside the answer (a comparison)."""
+    code = ("import scipy.special\nx = np.array([1.0, 2.0])\n"
+            "print(softmax(x), scipy.special.softmax(x))\nscores = scipy.special.softmax(x)\n")
+    assert _finding("05_self_attention", "self_attention_softmax", code) is None
+
+
+# --- attacks: one per category ----------------------------------------------------------------
+
+ATTACKS = {
+    "library kept in an object's attribute": ("05_self_attention", "self_attention_softmax", """
+import types, scipy.special
+_lib = types.SimpleNamespace(sm=scipy.special.softmax)
+def softmax(x):
+    return _lib.sm(x, axis=-1)
+""", "scipy.special.softmax"),
+    "library kept in a dict filled later": ("05_self_attention", "self_attention_softmax", """
+import scipy.special as ss
+_table = {}
+_table.update(f=ss.softmax)
+def softmax(x):
+    return _table["f"](x, axis=-1)
+""", "scipy.special.softmax"),
+    "getattr with a constant name": ("05_self_attention", "self_attention_softmax", """
+import scipy.special
+def softmax(x):
+    return getattr(scipy.special, "softmax")(x, axis=-1)
+""", "scipy.special.softmax"),
+    "getattr with a computed name": ("05_self_attention", "self_attention_softmax", """
+import scipy.special
+def softmax(x):
+    return getattr(scipy.special, "soft" + "max")(x, axis=-1)
+""", "computed name"),
+    "the forbidden call in a thread": ("08_masking_transformer", "masking_transformer_masked_softmax", """
+import threading
+def masked_softmax(scores, mask):
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=torch.softmax(scores.masked_fill(~mask, float('-inf')), -1)))
+    t.start(); t.join()
+    return out["r"].nan_to_num(0.0)
+""", "threading"),
+    "a thread pool started in another cell": ("08_masking_transformer", "masking_transformer_masked_softmax", """
+from concurrent.futures import ThreadPoolExecutor
+POOL = ThreadPoolExecutor(1)
+""", "concurrent.futures.ThreadPoolExecutor"),
+    "torch function modes switched off": ("08_masking_transformer", "masking_transformer_masked_softmax", """
+def masked_softmax(scores, mask):
+    with torch._C.DisableTorchFunction():
+        return torch.softmax(scores.masked_fill(~mask, float('-inf')), -1).nan_to_num(0.0)
+""", "torch._C"),
+    "widget function through an alias": ("02_causal_cnn", "causal_cnn_receptive_field", """
+from course_utils.widgets.causal_cnn import valid_conv_stack, gradient_footprint, footprint_span
+_measure = gradient_footprint
+def receptive_field(kernel_sizes, dilations, strides=None):
+    stack = valid_conv_stack(kernel_sizes, dilations, strides)
+    return footprint_span(_measure(stack, 200))
+""", "course_utils.widgets"),
+    "widget function as a default argument": ("02_causal_cnn", "causal_cnn_receptive_field", """
+import course_utils.widgets.causal_cnn as w
+def receptive_field(kernel_sizes, dilations, strides=None, _span=w.footprint_span):
+    return _span(w.gradient_footprint(w.valid_conv_stack(kernel_sizes, dilations, strides), 200))
+""", "course_utils.widgets"),
+    "a look-alike of the guard's internals": ("05_self_attention", "self_attention_softmax", """
+def _recording(*args, **kwargs):
+    pass
+_recording.__module__ = "course_utils.grading.guards"
+""", "__module__"),
+    "the guard's internals replaced": ("05_self_attention", "self_attention_softmax", """
+from course_utils.grading import guards as g
+g._imported_directly = lambda fn, entries: []
+""", "course_utils.grading"),
+    "a library module changed": ("05_self_attention", "self_attention_softmax", """
+import scipy.special
+np.my_softmax = scipy.special.softmax
+def softmax(x):
+    return np.my_softmax(x, axis=-1)
+""", "changes the module `np`"),
+    "eval of a string": ("05_self_attention", "self_attention_softmax", """
+def softmax(x):
+    return eval("__import__('scipy.special').special.softmax")(x, axis=-1)
+""", "eval"),
+    "a module written from the notebook": ("05_self_attention", "self_attention_softmax", """
+%%writefile helper_softmax.py
+from scipy.special import softmax as f
+""", "get_ipython"),
+    "importing a file beside the notebook": ("05_self_attention", "self_attention_softmax", """
+import helper_softmax
+def softmax(x):
+    return helper_softmax.f(x, axis=-1)
+""", "helper_softmax"),
+    "sys.modules": ("05_self_attention", "self_attention_softmax", """
+import sys
+def softmax(x):
+    return sys.modules["scipy.special"].softmax(x, axis=-1)
+""", "sys.modules"),
+    "a function's globals": ("05_self_attention", "self_attention_softmax", """
+def softmax(x):
+    return np.exp.__class__.__call__.__globals__["x"]
+""", "__globals__"),
+}
+
+
+@pytest.mark.parametrize("name", ATTACKS)
+def test_each_route_is_found(name):
+    topic, grade_id, code, words = ATTACKS[name]
+    result = _finding(topic, grade_id, code)
+    assert result is not None, name
+    assert words in result, result
+
+
+def test_a_finding_quotes_the_line():
+    result = _finding(*ATTACKS["library kept in an object's attribute"][:3])
+    assert "_lib = types.SimpleNamespace(sm=scipy.special.softmax)" in result or "types" in result
+
+
+def test_exercises_without_forbidden_functions_are_not_read():
+    topic, grade_id, code, _ = ATTACKS["eval of a string"]
+    cells, index, exercise = _with_answer(topic, grade_id, code)
+    assert routes.finding(cells, index, exercise.function_name, ()) is None
+
+
+def test_a_cell_after_the_test_cell_does_not_count():
+    nb = _notebook("05_self_attention")
+    index, exercise = next((i, e) for i, e in _test_cells(nb) if e.grade_id == "self_attention_softmax")
+    nb.cells.append(nbformat.v4.new_code_cell("import threading\nthreading.Thread(target=print).start()"))
+    assert routes.finding(nb.cells, index, exercise.function_name, exercise.forbidden) is None
+
+
+# The answers written to game the tests (tests/exercises/uncatalogued_*.py) that reach a forbidden
+# function by a route the text shows. Every other uncatalogued answer is an honest wrong answer
+# and must be read without a finding: one more name here is an honest student failed.
+GAMING = {
+    "additive_library_in_disguise", "step_library_in_disguise", "field_measured_by_the_widget",
+    "one_hot_builtin_in_disguise", "one_hot_aten_in_disguise", "cosine_builtin_in_disguise",
+    "cosine_aten_in_disguise", "cosine_from_the_widget", "cosine_variable_functions_in_disguise",
+    "pe_borrowed_from_notebook_12", "rotation_borrowed_from_notebook_12", "ca_sdpa_in_disguise",
+    "ms_captured_softmax", "MHATorchInside", "MHASdpa", "step_rnn_cell_in_disguise",
+    "step_vf_in_disguise", "step_aten_in_disguise", "step_variable_functions_in_disguise",
+    "forward_nn_rnn_in_disguise", "fit_widget_slope", "jacobian_via_importlib",
+    "jacobian_via_vars_jacfwd", "jacobian_dual_numbers", "softmax_via_importlib",
+    "softmax_via_torch_getattr", "softmax_via_logsumexp", "attention_torch_logsumexp",
+    "sdpa_via_getattr", "self_attention_forbidden", "patchify_captured_unfold", "pe_captured_conv",
+}
+
+
+def test_only_the_gaming_wrong_answers_are_found():
+    found = {function.__name__ for exercise, function in _honest_functions("uncatalogued", "WRONG_ANSWERS")
+             if _read_alone(exercise, function)}
+    assert found == GAMING
+
+
+def test_a_notebook_too_long_to_read_is_refused():
+    code = "x = 1\n" * (routes.MAX_SOURCE_CHARS // 6 + 10)
+    assert "longer than the grader reads" in _finding("05_self_attention", "self_attention_softmax", code)
+
+
+def test_an_earlier_piece_is_charged_once():
+    """05's attention_numpy uses the student's softmax, which the grader replaces by a correct one
+    when it judges attention_numpy: a forbidden route inside softmax costs softmax's points only."""
+    code = ATTACKS["library kept in an object's attribute"][2]
+    cells, _, _ = _with_answer("05_self_attention", "self_attention_softmax", code)
+    nb_cells = list(cells)
+    index, exercise = next((i, e) for i, e in _test_cells(nbformat.v4.new_notebook(cells=nb_cells))
+                           if e.grade_id == "self_attention_attention_numpy")
+    assert exercise.earlier == ("softmax",)
+    assert routes.finding(nb_cells, index, exercise.function_name, exercise.forbidden, exercise.earlier) is None
+    assert routes.finding(nb_cells, index, exercise.function_name, exercise.forbidden) is not None
