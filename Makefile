@@ -30,7 +30,7 @@ $(READY): pyproject.toml scripts/student_lab/overrides.json
 # release in notebooks/ is generated, so work done there could be lost or shipped. The student lab
 # leaves out the instructor's nbgrader tools (scripts/student_lab/); `make lab-instructor` has them.
 lab: $(READY)
-	$(BIN)/python scripts/workspace.py notebooks workspace
+	STUDENT="$(STUDENT)" $(BIN)/python scripts/workspace.py notebooks workspace
 	JUPYTER_CONFIG_PATH=$(CURDIR)/scripts/student_lab $(BIN)/jupyter lab workspace/ $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 lab-instructor: $(READY)

@@ -115,6 +115,9 @@ class SandboxedExecute(Execute):
     hidden_cases = Unicode("", help="The file of hidden-test cases given to the sandbox; test "
                            "cells with a hidden catalogue check are judged against it.").tag(config=True)
 
+    student_id = Unicode("", help="The student whose submission this is: think-first questions "
+                         "are judged with that student's numbers.").tag(config=True)
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.reset_budgets()  # usable from the start, not only once a notebook is preprocessed
@@ -324,7 +327,11 @@ class SandboxedExecute(Execute):
         if self._cases is not None:
             failed = any(o.get("output_type") == "error" for o in cell.outputs)
             try:
-                sentence = judge.verdict(cell.source, self._probe.get(index, []), failed, self._cases)
+                sentence = judge.verdict(cell.source, self._probe.get(index, []), failed, self._cases,
+                                         self.student_id or None)
+                # A forbidden route the notebook's text shows fails the cell whatever the kernel
+                # reported (the in-kernel guard cannot see a library call made from a thread).
+                sentence = judge.forbidden_route(self.nb.cells, index, cell.source) or sentence
             except Exception as exc:  # noqa: BLE001 - a grader bug must fail loudly, not pass the cell
                 self.log.error("judging cell %s failed: %r", _name(cell, index), exc)
                 sentence = f"the grader could not judge this cell ({type(exc).__name__}); tell your instructor"

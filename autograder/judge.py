@@ -102,9 +102,19 @@ class Cases:
         return self._specs.get(grade_id)
 
 
-def _exercise(topic, grade_id):
+def _exercise(topic, grade_id, student=None):
+    """The catalogue's exercise; a think-first question with numbers per student is made
+    `student`'s own (the grader's id for the submission, never what the notebook says)."""
     module = importlib.import_module(f"course_utils.reference.mistakes.{topic}")
-    return module.EXERCISES[grade_id]
+    exercise = module.EXERCISES[grade_id]
+    if getattr(exercise, "varies", False):
+        exercise = exercise.personal(student or _NO_STUDENT)
+    return exercise
+
+
+# The example's numbers stand for a submission graded without a student id (tests, a notebook
+# checked alone): an id that no variant function accepts gives variant 0.
+_NO_STUDENT = "\0"
 
 
 def _records(message):
@@ -122,12 +132,13 @@ def _records(message):
         return None
 
 
-def verdict(source, messages, failed_in_kernel, cases):
+def verdict(source, messages, failed_in_kernel, cases, student=None):
     """The sentence that fails this test cell, or None when the cell stands as the kernel left it.
 
     messages: the probe messages (dicts) that arrived while the cell ran, in order;
     failed_in_kernel: whether the cell already has an error output;
-    cases: a `Cases` for the assignment."""
+    cases: a `Cases` for the assignment; student: the submission's student id (think-first
+    questions have numbers of their own per student)."""
     wanted = expected(source)
     if wanted is None:
         return None
@@ -141,19 +152,19 @@ def verdict(source, messages, failed_in_kernel, cases):
             checks[message["grade_id"]].append(message)
         elif message.get("mode") == probe.DIAGNOSE:
             diagnoses[message["grade_id"]] = message  # names a mistake only, so the last one will do
-    sentence = _verdict(topic, grade_ids, checks, diagnoses, calls, failed_in_kernel, cases)
+    sentence = _verdict(topic, grade_ids, checks, diagnoses, calls, failed_in_kernel, cases, student)
     if isinstance(sentence, Partial) and len(grade_ids) > 1:
         return str(sentence)  # several exercises in one cell: all or nothing, as before
     return sentence
 
 
-def _verdict(topic, grade_ids, checks, diagnoses, calls, failed_in_kernel, cases):
+def _verdict(topic, grade_ids, checks, diagnoses, calls, failed_in_kernel, cases, student=None):
     partial = None  # the least partial credit of the records judged so far; any other failure wins
     for grade_id in grade_ids:
         spec = cases.spec(grade_id)
         if spec is None:
             return f"the grader has no cases for {grade_id}; tell your instructor"
-        exercise = _exercise(topic, grade_id)
+        exercise = _exercise(topic, grade_id, student)
         if not checks[grade_id]:
             if failed_in_kernel:
                 return _named_mistake(exercise, diagnoses.get(grade_id), spec)
@@ -179,6 +190,25 @@ def _verdict(topic, grade_ids, checks, diagnoses, calls, failed_in_kernel, cases
                 if partial is None or sentence.fraction < partial.fraction:
                     partial = sentence
     return partial
+
+
+def forbidden_route(cells, index, source):
+    """The sentence failing the test cell at `index` because an answer it checks reaches a
+    forbidden function by a route the notebook's text shows (autograder/routes.py), or None.
+    Read here, from the cells the grader ran, not from anything the kernel reported."""
+    from autograder import routes
+
+    wanted = expected(source)
+    if wanted is None:
+        return None
+    topic, grade_ids = wanted
+    for grade_id in grade_ids:
+        exercise = _exercise(topic, grade_id)
+        found = routes.finding(cells, index, exercise.function_name, exercise.forbidden,
+                               tuple(getattr(exercise, "earlier", ())))
+        if found:
+            return str(found)
+    return None
 
 
 def _named_mistake(exercise, message, spec):

@@ -74,6 +74,7 @@ def _nbgrader_config(shard, task):
             c[section].kernel_name = KERNEL_NAME
     if task.get("cases_file"):
         c.SandboxedExecute.hidden_cases = task["cases_file"]
+    c.SandboxedExecute.student_id = task["student"]
     if task.get("sandbox", True):
         c.KernelManager.transport = "ipc"
         c.KernelManager.ip = os.path.join(task["socket_dir"], "kernel")
@@ -119,6 +120,7 @@ def _sandbox_spec(task, scratch, workdir):
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
             "MALLOC_ARENA_MAX": "2", "TQDM_DISABLE": "1",
             **({"COURSE_HIDDEN_CASES": CASES_INSIDE} if task.get("cases_file") else {}),
+            "COURSE_STUDENT_ID": task["student"],  # the notebook shows this student's numbers
         },
     }
 
@@ -239,9 +241,11 @@ def grade(task):
         os.environ[sandbox.ENV_VAR] = json.dumps(_sandbox_spec(task, scratch, inside))
         # jupyter_client finds kernelspecs in $JUPYTER_PATH/kernels/<name>/kernel.json
         os.environ["JUPYTER_PATH"] = os.path.dirname(task["kernels_dir"])
-    elif task.get("cases_file"):
+    else:
         # Unsandboxed (trusted submissions only): the kernel inherits this environment.
-        os.environ["COURSE_HIDDEN_CASES"] = task["cases_file"]
+        if task.get("cases_file"):
+            os.environ["COURSE_HIDDEN_CASES"] = task["cases_file"]
+        os.environ["COURSE_STUDENT_ID"] = student
 
     config = _nbgrader_config(shard, task)
     coursedir = CourseDirectory(config=config)

@@ -7,8 +7,9 @@ have yet and never overwrites one they have: a new notebook the instructor relea
 appears on the next `make lab`; a changed one is named, and the student's copy is kept.
 `workspace/` is ignored by git.
 
-usage: python scripts/workspace.py [RELEASE_DIR] [WORKSPACE_DIR]
+usage: [STUDENT=<id>] python scripts/workspace.py [RELEASE_DIR] [WORKSPACE_DIR]
 """
+import os
 import pathlib
 import shutil
 import sys
@@ -32,11 +33,28 @@ def seed(release=ROOT / "notebooks", workspace=ROOT / "workspace"):
     return copied, changed
 
 
+def remember_student(workspace, student):
+    """Write workspace/student_id.txt (`make lab STUDENT=jdoe`): the notebooks read it for your
+    own think-first numbers (course_utils/grading/questions.py). An empty STUDENT changes nothing."""
+    student = (student or "").strip()
+    if not student:
+        return None
+    from course_utils.grading import questions
+    workspace.mkdir(parents=True, exist_ok=True)
+    return questions.set_student_id(student, folder=workspace)
+
+
 def main(argv):
     release = pathlib.Path(argv[1]) if len(argv) > 1 else ROOT / "notebooks"
     workspace = pathlib.Path(argv[2]) if len(argv) > 2 else ROOT / "workspace"
     copied, changed = seed(release, workspace)
     print(f"Your work lives in {workspace}/ (yours alone: make release and make bundle never touch it).")
+    if remember_student(workspace, os.environ.get("STUDENT")):
+        print(f"  student id: {os.environ['STUDENT'].strip()} (in {workspace}/student_id.txt; your think-first "
+              "numbers come from it)")
+    elif not (workspace / "student_id.txt").exists():
+        print("  no student id yet: run `make lab STUDENT=<your id>` once (your login or student number, as "
+              "your instructor knows you) to get your own think-first numbers")
     if copied:
         print(f"  copied from the release: {len(copied)} file(s), e.g. {copied[0]}")
     for relative in changed:

@@ -49,3 +49,23 @@ def test_make_lab_opens_the_workspace_with_the_student_configuration():
     lab = makefile.split("\nlab:", 1)[1].split("\n\n", 1)[0]
     assert "scripts/workspace.py" in lab and "jupyter lab workspace/" in lab
     assert "JUPYTER_CONFIG_PATH=$(CURDIR)/scripts/student_lab" in lab
+
+
+def test_make_lab_remembers_the_student_id_for_every_notebook(tmp_path, monkeypatch):
+    """`make lab STUDENT=jdoe` writes workspace/student_id.txt; a notebook in workspace/NN_topic/
+    then gets jdoe's think-first numbers (course_utils/grading/questions.py)."""
+    from course_utils.grading import questions
+
+    release = _release(tmp_path)
+    folder = tmp_path / "workspace"
+    for variable in ("COURSE_STUDENT_ID", "JUPYTERHUB_USER"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("STUDENT", " jdoe ")
+    workspace.main(["workspace.py", str(release), str(folder)])
+    assert (folder / "student_id.txt").read_text().strip() == "jdoe"
+    notebook_folder = next(p.parent for p in folder.rglob("*.ipynb"))
+    monkeypatch.chdir(notebook_folder)
+    assert questions.student_id() == "jdoe"
+    monkeypatch.setenv("STUDENT", "")
+    workspace.main(["workspace.py", str(release), str(folder)])  # no STUDENT: the id stays
+    assert questions.student_id() == "jdoe"

@@ -6,7 +6,7 @@ sentence in JupyterLab, and starts recording which cells pass (`progress`, for t
 the end of every notebook). Nothing here knows an answer: answers and the mistake catalogue live in
 `course_utils.reference`, which students never receive.
 """
-from . import progress, tamper
+from . import progress, questions, tamper
 from .checks import (
     assert_close,
     assert_finite,

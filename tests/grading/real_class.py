@@ -226,17 +226,47 @@ def softmax(x, axis=-1):
 """
 
 
+# --- a forbidden function kept in an object (issue 30 item 1): the in-kernel guard's recorders
+# never meet it; the grader's reading of the notebook does (autograder/routes.py) ------------
+LIBRARY_IN_OBJECT = "library_in_object"
+LIBRARY_IN_OBJECT_CODE = """
+import types, scipy.special
+_lib = types.SimpleNamespace(sm=scipy.special.softmax)
+def softmax(x, axis=-1):
+    return _lib.sm(x, axis=axis)
+"""
+
+
 def _one_mistake(course, subs):
     A, NB = "05_self_attention", "self_attention.ipynb"
     nb = H.honest(course, A, NB)
     H.cell(nb, "self_attention_softmax").source = WRONG_SOFTMAX_CODE
     H.write_student(subs, WRONG_SOFTMAX, A, NB, nb)
+    nb = H.honest(course, A, NB)
+    H.cell(nb, "self_attention_softmax").source = LIBRARY_IN_OBJECT_CODE
+    H.write_student(subs, LIBRARY_IN_OBJECT, A, NB, nb)
+
+
+# --- think-first numbers per student (issue 33 item 4): a right answer copied from a friend ----
+COPIED_NUMBER = "copied_number"  # hands in HIDDEN_HONEST[0]'s right answer to the think-first question
+
+
+def copied_value(student=COPIED_NUMBER, friend=HIDDEN_HONEST[0]):
+    """The friend's right layers_needed, which the two ids' different numbers make wrong for student."""
+    from course_utils.grading import questions
+    from course_utils.reference.causal_cnn import layers_to_reach
+    mine, theirs = (questions.numbers(VALUE_QUESTION, s)["steps"] for s in (student, friend))
+    assert layers_to_reach(mine) != layers_to_reach(theirs), "pick ids whose numbers differ"
+    return layers_to_reach(theirs)
 
 
 def _gaming_the_hidden_tests(course, subs):
     A, NB = HIDDEN_A, HIDDEN_NB
     for name in HIDDEN_HONEST:
         H.write_student(subs, name, A, NB, H.honest(course, A, NB))
+    nb = H.honest(course, A, NB)
+    H.cell(nb, VALUE_QUESTION).source = f"layers_needed = {copied_value()}\n"
+    H.write_student(subs, COPIED_NUMBER, A, NB, nb)
     for name, code in FIRST_CELL.items():
         nb = H.release(course, A, NB)
         first = hidden_answer_cells(nb)[0]

@@ -24,7 +24,7 @@ import json
 import pytest
 
 import grading_helpers as H
-from real_class import REAL_CLASS_TIMEOUT, FUNCTIONS, HIDDEN_A as A, HIDDEN_HONEST, HIDDEN_NB as NB, HOSTILE, VALUE_QUESTION
+from real_class import COPIED_NUMBER, REAL_CLASS_TIMEOUT, FUNCTIONS, HIDDEN_A as A, HIDDEN_HONEST, HIDDEN_NB as NB, HOSTILE, VALUE_QUESTION
 
 # The first test to ask for the shared class pays for grading it (real_class.REAL_CLASS_TIMEOUT).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(REAL_CLASS_TIMEOUT)]
@@ -98,3 +98,17 @@ def test_results_published_by_a_hook_are_refused_with_a_sentence(graded):
     first = cell.outputs[0]
     assert first["output_type"] == "error" and first["ename"] == "GradingError", first
     assert "sent results of its own" in first["evalue"], first
+
+
+def test_a_think_first_answer_copied_from_another_student_is_named(graded):
+    """Each student's think-first question has numbers of their own, from the id the grader knows
+    them by: the honest students' own answers pass (above); a friend's right number scores 0 with
+    a sentence saying it answers another student's question, and costs nothing else."""
+    out = graded["out"]
+    cells = {(r["student_id"], r["grade_id"]): r for r in H.read_csv(out / "grades_by_cell.csv")}
+    copied = cells[(COPIED_NUMBER, VALUE_QUESTION + "_tests")]
+    assert float(copied["score"]) == 0, copied
+    row = graded["grades"][(COPIED_NUMBER, A)]
+    assert float(row["score"]) == float(row["max_score"]) - float(copied["max_score"]), row
+    text = H.outputs_text(H.graded_notebook(out, A, COPIED_NUMBER, NB))
+    assert "another student's question" in text, text[-3000:]

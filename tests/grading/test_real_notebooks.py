@@ -9,7 +9,7 @@ Set GRADING_REAL_ALL=1 to put such a class on every assignment in solutions/ (ab
 import pytest
 
 import grading_helpers as H
-from real_class import REAL_CLASS_TIMEOUT, DELETED_TEST, EXITS, HOSTILE, HOSTILE_ON, PATCHED, REAL_HONEST, WRONG_SOFTMAX
+from real_class import REAL_CLASS_TIMEOUT, DELETED_TEST, EXITS, HOSTILE, HOSTILE_ON, PATCHED, REAL_HONEST, WRONG_SOFTMAX, LIBRARY_IN_OBJECT
 
 # The first test to ask for the shared class pays for grading it (real_class.REAL_CLASS_TIMEOUT).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(REAL_CLASS_TIMEOUT)]
@@ -56,3 +56,17 @@ def test_one_mistake_costs_points_once(real_class_graded):
     assert float(attention["score"]) == float(attention["max_score"]) == 3, (attention, H.problems(out, WRONG_SOFTMAX))
     row = real_class_graded["grades"][(WRONG_SOFTMAX, "05_self_attention")]
     assert float(row["score"]) == float(row["max_score"]) - 2, row
+
+
+def test_a_library_function_kept_in_an_object_scores_nothing(real_class_graded):
+    """SciPy's softmax held in a SimpleNamespace passes the in-kernel guard; the grader reads the
+    notebook, fails the softmax's cell with a sentence quoting the line, and charges nothing
+    else (attention_numpy is judged with a correct softmax in place)."""
+    out = real_class_graded["out"]
+    cells = {(r["student_id"], r["grade_id"]): r for r in H.read_csv(out / "grades_by_cell.csv")}
+    softmax = cells[(LIBRARY_IN_OBJECT, "self_attention_softmax_tests")]
+    attention = cells[(LIBRARY_IN_OBJECT, "self_attention_attention_numpy_tests")]
+    assert float(softmax["score"]) == 0, softmax
+    assert float(attention["score"]) == float(attention["max_score"]), attention
+    page = next((out / "feedback" / LIBRARY_IN_OBJECT).rglob("*.html")).read_text()
+    assert "this exercise asks you to write it without it" in page, page[:3000]

@@ -214,7 +214,7 @@ class Exercise:
         """(atol, rtol) for comparing one output: the exercise's own, widened to what float32
         can hold when the student's result is float32 (the exercise's dtype is stated in its
         prompt; a correct float32 answer must not fail on the CPU's rounding)."""
-        if not _low_precision(got):
+        if not (_low_precision(got) or _low_precision(expected)):  # float64 for float32 inputs too
             return self.atol, self.rtol
         try:
             scale = float(np.max(np.abs(np.asarray(expected.detach() if hasattr(expected, "detach") else expected,
@@ -404,17 +404,86 @@ class Exercise:
 @dataclasses.dataclass(frozen=True)
 class ValueExercise(Exercise):
     """An answer that is a number, not a function (a "think first" question): `fn` is the
-    student's value itself, `reference` the right value and each mistake's `compute` a wrong one."""
+    student's value itself, `reference` the right value and each mistake's `compute` a wrong one.
+
+    A question with numbers of its own per student (course_utils.grading.questions.VARIANTS) has
+    a `reference` and mistakes' `compute` that are functions of those numbers, and messages that
+    may name them ("{T}"); `personal(student)` is the exercise for one student's numbers, which
+    also knows the right answers of the other variants (`others`), so that an answer copied from
+    another student is told so. `check` and `judge` use the numbers of the notebook's student
+    (questions.student_id(); the grader sets it for each submission)."""
 
     runner: str = "value"
+    numbers: dict = None  # this exercise's numbers, once personal
+    others: tuple = ()  # ((numbers, right answer), ...) of the other variants, once personal
+
+    @property
+    def varies(self):
+        return callable(self.reference)
+
+    def personal(self, student=None):
+        if not self.varies:
+            return self
+        from course_utils.grading import questions
+        params = questions.numbers(self.grade_id, student)
+        mistakes = tuple(Mistake(m.name, m.message.format(**params),
+                                 m.compute(**params) if callable(m.compute) else m.compute)
+                         for m in self.mistakes)
+        others = tuple((v, self.reference(**v)) for v in questions.variants(self.grade_id) if v != params)
+        return dataclasses.replace(self, reference=self.reference(**params), mistakes=mistakes,
+                                   numbers=params, others=others)
+
+    def example(self):
+        """The exercise for the example's numbers (the notebook's own, and the catalogue tests')."""
+        return self.personal("\0") if self.varies else self
+
+    def check(self, student_fn, generic=True):
+        if self.varies:
+            return self.personal().check(student_fn, generic)
+        return super().check(student_fn, generic)
+
+    def judge(self, records, generic=True, spec=None):
+        if self.varies:
+            return self.personal().judge(records, generic, spec)
+        try:
+            return super().judge(records, generic, spec)
+        except GradingError as error:
+            if generic and self.others and not self.matching_mistake_message(str(error)):
+                copied = self._other_variant(records, spec)
+                if copied:
+                    raise GradingError(copied) from None
+            raise
+
+    def matching_mistake_message(self, message):
+        return any(m.message and m.message in message for m in self.mistakes)
+
+    def _other_variant(self, records, spec):
+        """The sentence for an answer that is right for another variant's numbers, or None."""
+        from course_utils.grading import questions
+        try:
+            results = self._received(records, "outputs", (spec or self.spec())["cases"], self.function_name)
+            value = float(results[0][1])
+        except (GradingError, TypeError, ValueError, IndexError):
+            return None
+        mine = questions.words(self.grade_id, self.numbers)
+        for index, (params, right) in enumerate(self.others):
+            if self.difference(value, float(right)) is None:
+                theirs = questions.words(self.grade_id, params)
+                example = params == questions.variants(self.grade_id)[0]
+                whose = "the notebook's example" if example else "another student's question"
+                return (f"`{self.function_name}` = {value:g} is the right answer for {whose} "
+                        f"({theirs}), not for yours ({mine}). Every student has numbers of their own: "
+                        "work it out for yours (the cell above the answer shows them).")
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
 class DtypeKindExercise(Exercise):
     """Tensor results must be of the reference's kind of dtype: floating-point where it is (an
     integer one-hot is no distribution to sample from), and the reference's integer dtype for ids
-    (long, as the prompt asks). float32 for float64 is accepted, as everywhere in the course
-    (tests/exercises/test_categories.py): the comparison then widens to float32's tolerances."""
+    (long, as the prompt asks). A floating result may be float32 or float64 whatever the inputs'
+    dtype, the course's one policy (tests/exercises/test_categories.py): a comparison with float32
+    on either side widens to float32's tolerances."""
 
     def difference(self, got, expected):
         for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
@@ -431,7 +500,8 @@ class DtypeKindExercise(Exercise):
 def think_first(grade_id, variable, reference, mistakes, answer_name="your answer", rtol=0.0):
     """A think-first question: the number the student sets `variable` to, graded against
     `reference` (exactly, or within `rtol` for an answer like 200 pi) and the catalogued wrong
-    numbers of `mistakes`."""
+    numbers of `mistakes`. For a question whose numbers vary by student, `reference` and each
+    mistake's `compute` are functions of the numbers (see ValueExercise)."""
     return ValueExercise(grade_id=grade_id, function_name=variable, reference=reference,
                          make_cases=lambda seed: [((), {})], mistakes=mistakes, output_names=(answer_name,),
                          atol=0.0, rtol=rtol)

@@ -338,20 +338,21 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (CONV, RECEPTIVE_FIELD,
 
 # --- causal_cnn_layers_needed: a think-first question. Its visible test only checks that
 # `layers_needed` is a positive number (the number is the question): every wrong value is hidden only.
+# The numbers vary by student (course_utils.grading.questions): `steps`, the field to reach.
 LAYERS_MISTAKES = (
     Mistake('layers_no_dilation', "you grew the field by one step a layer, as with dilation 1; doubling the "
                                   "dilation doubles the field at every layer.",
-                                  999),
+                                  lambda steps: steps - 1),
     Mistake('layers_rounded_down', "you rounded the logarithm down: that many layers reach a field of only "
-                                   "about half of 1,000 steps.",
-                                   9),
+                                   "about half of {steps:,} steps.",
+                                   lambda steps: _ref_layers_to_reach(steps) - 1),
     Mistake('layers_one_per_step', "you gave every input step a layer of its own; the field of kernel 2 with "
                                    "doubling dilations grows much faster than the depth.",
-                                   1000),
+                                   lambda steps: steps),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in LAYERS_MISTAKES}
 EXERCISES["causal_cnn_layers_needed"] = think_first(
-    "causal_cnn_layers_needed", "layers_needed", _ref_layers_to_reach(1000),
+    "causal_cnn_layers_needed", "layers_needed", lambda steps: _ref_layers_to_reach(steps),
     LAYERS_MISTAKES, "your number of layers")
 
 

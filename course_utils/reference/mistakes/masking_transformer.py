@@ -537,24 +537,25 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (CAUSAL, PADDING, MASKE
 
 # --- masking_transformer_blocked_pairs: a think-first question. Its visible test only checks that
 # `blocked_pairs` is a positive number (the number is the question): every wrong value is hidden only.
+# The numbers vary by student (course_utils.grading.questions): T, the sequence's length.
 BLOCKED_MISTAKES = (
-    # 2080 = 64 * 65 / 2 is the number of allowed pairs (the diagonal and below); it is also what
+    # T (T + 1) / 2 is the number of allowed pairs (the diagonal and below); it is also what
     # blocking the diagonal as well gives. Name the first, which a student counting is likelier to have
     # computed, and mention the second.
-    Mistake('allowed_pairs', "2080 is the number of pairs the mask ALLOWS (each query with itself and the "
+    Mistake('allowed_pairs', "that is the number of pairs the mask ALLOWS (each query with itself and the "
                              "keys before it), which is also what blocking the diagonal too gives: the "
                              "question asks for the BLOCKED pairs, the keys after each query; a query may "
                              "attend to its own position.",
-                             2080),
+                             lambda T: T * (T + 1) // 2),
     Mistake('blocked_half', "you took half of all pairs; the diagonal stays allowed, so fewer than half are "
                             "blocked.",
-                            2048),
+                            lambda T: T * T // 2),
     Mistake('blocked_both_triangles', "you counted both triangles; only keys after the query are blocked.",
-                                      4032),
+                                      lambda T: T * (T - 1)),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in BLOCKED_MISTAKES}
 EXERCISES["masking_transformer_blocked_pairs"] = think_first(
-    "masking_transformer_blocked_pairs", "blocked_pairs", reference.causally_blocked_pairs(64),
+    "masking_transformer_blocked_pairs", "blocked_pairs", lambda T: reference.causally_blocked_pairs(T),
     BLOCKED_MISTAKES, "your number of pairs")
 
 

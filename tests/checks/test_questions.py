@@ -1,0 +1,137 @@
+"""Think-first numbers per student (course_utils/grading/questions.py and ValueExercise).
+
+Every question with variants: the variants' right answers differ (else a copied answer could not
+be told from an own one); in every variant the catalogued mistakes differ from the right answer;
+a student's own right answer passes, the example's answer and another student's are refused with
+a sentence that says so, and a catalogued mistake is still named for the student's numbers.
+"""
+import importlib
+
+import pytest
+
+from autograder import judge
+from course_utils.grading import GradingError, questions
+
+QUESTIONS = sorted(questions.VARIANTS)
+
+
+def _topic(grade_id):
+    """The catalogue a grade id belongs to: its prefix before the question's own name."""
+    for topic in sorted(questions.VARIANTS and {g.rsplit("_", 2)[0] for g in questions.VARIANTS} |
+                        {"_".join(g.split("_")[:2]) for g in questions.VARIANTS}, key=len, reverse=True):
+        try:
+            module = importlib.import_module(f"course_utils.reference.mistakes.{topic}")
+        except ModuleNotFoundError:
+            continue
+        if grade_id in module.EXERCISES:
+            return topic
+    raise KeyError(grade_id)
+
+
+def _exercise(grade_id):
+    return importlib.import_module(f"course_utils.reference.mistakes.{_topic(grade_id)}").EXERCISES[grade_id]
+
+
+@pytest.fixture(autouse=True)
+def _no_id(monkeypatch, tmp_path):
+    for variable in ("COURSE_STUDENT_ID", "JUPYTERHUB_USER"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_at_least_the_converted_questions_vary():
+    assert {"causal_cnn_layers_needed", "masking_transformer_blocked_pairs", "long_context_weights_guess"} <= set(QUESTIONS)
+
+
+@pytest.mark.parametrize("grade_id", QUESTIONS)
+def test_variants_have_distinct_answers_and_mistakes(grade_id):
+    exercise = _exercise(grade_id)
+    assert exercise.varies
+    answers = []
+    for params in questions.variants(grade_id):
+        right = exercise.reference(**params)
+        answers.append(right)
+        wrong = [m.compute(**params) if callable(m.compute) else m.compute for m in exercise.mistakes]
+        for mistake, value in zip(exercise.mistakes, wrong):
+            assert exercise.difference(float(value), float(right)) is not None, (params, mistake.name)
+    for i, a in enumerate(answers):
+        for b in answers[i + 1:]:
+            assert exercise.difference(float(a), float(b)) is not None, (grade_id, answers)
+
+
+@pytest.mark.parametrize("grade_id", QUESTIONS)
+def test_no_id_gets_the_example(grade_id):
+    assert questions.numbers(grade_id) == questions.variants(grade_id)[0]
+
+
+@pytest.mark.parametrize("grade_id", QUESTIONS)
+def test_an_id_never_gets_the_example_and_is_stable(grade_id):
+    seen = set()
+    for student in [f"student{i}" for i in range(40)]:
+        index = questions.variant_index(grade_id, student)
+        assert index == questions.variant_index(grade_id, student) != 0
+        seen.add(index)
+    assert len(seen) >= min(4, len(questions.VARIANTS[grade_id]) - 1)  # the ids spread over the variants
+
+
+def test_where_the_id_comes_from(monkeypatch, tmp_path):
+    assert questions.student_id() is None
+    notebook_folder = tmp_path / "02_causal_cnn"
+    notebook_folder.mkdir()
+    monkeypatch.chdir(notebook_folder)
+    written = questions.set_student_id("  jdoe ")
+    assert written == tmp_path / "student_id.txt"  # above the notebook's folder: every notebook finds it
+    assert questions.student_id() == "jdoe"
+    monkeypatch.setenv("JUPYTERHUB_USER", "hubuser")
+    assert questions.student_id() == "hubuser"
+    monkeypatch.setenv("COURSE_STUDENT_ID", "graded")
+    assert questions.student_id() == "graded"
+    with pytest.raises(ValueError):
+        questions.set_student_id("bad\nid")
+
+
+@pytest.mark.parametrize("grade_id", QUESTIONS)
+def test_own_answer_passes_a_copied_one_is_named(grade_id, monkeypatch):
+    exercise = _exercise(grade_id)
+    students = [f"s{i}" for i in range(60)]
+    by_variant = {}
+    for student in students:
+        by_variant.setdefault(questions.variant_index(grade_id, student), student)
+    (mine, me), (theirs, friend) = list(sorted(by_variant.items()))[:2]
+    my_answer = exercise.reference(**questions.variants(grade_id)[mine])
+    friends_answer = exercise.reference(**questions.variants(grade_id)[theirs])
+    example_answer = exercise.reference(**questions.variants(grade_id)[0])
+
+    params = questions.variants(grade_id)[mine]
+    my_mistakes = [m.compute(**params) if callable(m.compute) else m.compute for m in exercise.mistakes]
+
+    def expected_words(answer, words):
+        """A value that is also one of my catalogued mistakes is named as that mistake."""
+        named = [m.message.format(**params) for m, v in zip(exercise.mistakes, my_mistakes)
+                 if exercise.difference(float(answer), float(v)) is None]
+        return named[0] if named else words
+
+    monkeypatch.setenv("COURSE_STUDENT_ID", me)
+    exercise.check(my_answer)  # in-process, as the solution notebooks and tests run
+    for answer, words in ((friends_answer, "another student's question"), (example_answer, "the notebook's example")):
+        with pytest.raises(GradingError) as error:
+            exercise.check(answer)
+        assert expected_words(answer, words) in str(error.value)
+    mistake = exercise.mistakes[0]
+    wrong = mistake.compute(**params) if callable(mistake.compute) else mistake.compute
+    if all(exercise.difference(float(wrong), float(exercise.reference(**v))) is not None
+           for v in questions.variants(grade_id)):
+        with pytest.raises(GradingError) as error:
+            exercise.check(wrong)
+        assert mistake.message.format(**params) in str(error.value)
+
+
+@pytest.mark.parametrize("grade_id", QUESTIONS)
+def test_the_grader_uses_its_own_id_not_the_kernels(grade_id, monkeypatch):
+    """judge._exercise personalises with the id the grader passes; the grader's environment (or a
+    notebook's claim) plays no part; without an id the example's numbers stand."""
+    monkeypatch.setenv("COURSE_STUDENT_ID", "someone_else")
+    topic = _topic(grade_id)
+    personal = judge._exercise(topic, grade_id, "alice")
+    assert personal.numbers == questions.numbers(grade_id, "alice")
+    assert judge._exercise(topic, grade_id, None).numbers == questions.variants(grade_id)[0]
