@@ -41,6 +41,7 @@ import re
 import nbformat
 
 from autograder import redact
+from course_utils.reference.mistakes import ANOTHER_STUDENTS, EXAMPLE_ANSWER, message_matches
 from autograder.intake import SOLUTION_STUDENT
 
 COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -173,8 +174,15 @@ def classify(cell, exercise=None, blank_stub=False):
     if message.split(":", 1)[0].strip() in NOT_RUN:
         return Outcome(DID_NOT_RUN, description=clean(message))
     for mistake in getattr(exercise, "mistakes", ()):
-        if mistake.message and mistake.message in message:
+        if mistake.message and message_matches(mistake.message, message):
             return Outcome(MISTAKE, mistake.name, mistake.message)
+    # A think-first answer right for other numbers than the student's own (questions.py).
+    if ANOTHER_STUDENTS in message:
+        return Outcome(MISTAKE, "another_students_numbers", "the right answer to another student's numbers, "
+                       "not to the student's own (copied, or worked out for someone else)")
+    if EXAMPLE_ANSWER in message:
+        return Outcome(MISTAKE, "example_numbers", "the right answer to the notebook's example numbers, not "
+                       "to the student's own (worked without a student id, or copied from the example)")
     # The stub as released: its NotImplementedError, raised by the visible test ("NotImplementedError:")
     # or reported by the hidden check ("`softmax` raised NotImplementedError when called with ...").
     if re.search(r"\bNotImplementedError\b|\bis not answered yet\b", message):

@@ -230,3 +230,36 @@ def test_the_overview_shows_each_students_extension(tmp_path):
     assert page.count("extension of") == 2
     report.write(_class(), str(tmp_path))
     assert "extension of" not in (tmp_path / "class_overview.html").read_text()
+
+
+def test_think_first_outcomes_with_the_students_own_numbers():
+    """A catalogued sentence with the student's numbers filled in is still that mistake; an answer
+    right for other numbers (another student's, or the example's) is a named outcome of its own,
+    never 'wrong, not named' (each such message differs by its numbers)."""
+    from course_utils.grading import questions
+    from course_utils.reference.mistakes import causal_cnn
+
+    grade_id = "causal_cnn_layers_needed"
+    exercise = causal_cnn.EXERCISES[grade_id]
+    rounded = next(m for m in exercise.mistakes if m.name == "layers_rounded_down")
+    personal = exercise.personal("alice")
+    steps = questions.numbers(grade_id, "alice")["steps"]
+    filled = next(m for m in personal.mistakes if m.name == "layers_rounded_down").message
+    assert f"{steps:,}" in filled and filled != rounded.message
+
+    def outcome(message):
+        return report.classify({"max_score": 1, "score": 0, "message": f"GradingError: `layers_needed`: {message}"},
+                               exercise)
+
+    assert (outcome(filled).kind, outcome(filled).mistake) == (report.MISTAKE, "layers_rounded_down")
+    right_for_bob = exercise.personal("bob").reference
+    for answer, name in ((right_for_bob, "another_students_numbers"), (exercise.example().reference, "example_numbers")):
+        try:
+            personal.check(answer)
+        except Exception as error:  # noqa: BLE001 - the GradingError's sentence is what the report reads
+            message = str(error)
+        else:
+            continue  # bob's numbers happen to give alice's answer: nothing to classify
+        got = outcome(message)
+        assert (got.kind, got.mistake) == (report.MISTAKE, name), message
+    assert outcome("something else entirely").kind == report.UNNAMED

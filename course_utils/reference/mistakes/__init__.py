@@ -401,6 +401,22 @@ class Exercise:
         return self.check(student_fn, generic=False)
 
 
+# The words of a think-first answer that is right for other numbers than the student's (the class
+# report counts them as two named outcomes of their own).
+ANOTHER_STUDENTS = "is the right answer for another student's question"
+EXAMPLE_ANSWER = "is the right answer for the notebook's example"
+
+
+def message_matches(template, message):
+    """Whether `message` carries a mistake's sentence; a sentence with the student's numbers in it
+    ("{steps:,}") matches whatever numbers were filled in."""
+    if "{" not in template:
+        return template in message
+    import re
+    pattern = ".+?".join(re.escape(piece) for piece in re.split(r"\{[^{}]*\}", template))
+    return re.search(pattern, message, re.S) is not None
+
+
 @dataclasses.dataclass(frozen=True)
 class ValueExercise(Exercise):
     """An answer that is a number, not a function (a "think first" question): `fn` is the
@@ -470,8 +486,8 @@ class ValueExercise(Exercise):
             if self.difference(value, float(right)) is None:
                 theirs = questions.words(self.grade_id, params)
                 example = params == questions.variants(self.grade_id)[0]
-                whose = "the notebook's example" if example else "another student's question"
-                return (f"`{self.function_name}` = {value:g} is the right answer for {whose} "
+                whose = EXAMPLE_ANSWER if example else ANOTHER_STUDENTS
+                return (f"`{self.function_name}` = {value:g} {whose} "
                         f"({theirs}), not for yours ({mine}). Every student has numbers of their own: "
                         "work it out for yours (the cell above the answer shows them).")
         return None
