@@ -264,14 +264,15 @@ class Exercise:
             return f" ({self.function_name}({', '.join(parts)}))"
         return f" (called with {describe_arguments(args, kwargs)})"
 
-    def matching_mistake(self, results):
-        """The first catalogued mistake whose outputs equal the student's on every case.
+    def matching_mistake(self, results, mistakes=None):
+        """The first catalogued mistake (of `mistakes`, default all) whose outputs equal the
+        student's on every case.
 
         Only a mistake that is wrong somewhere can explain a wrong answer: one that computes the
         right values by a forbidden route ("Your code uses torch.softmax") is the guard's to
         report, and naming it for a right value of the wrong kind (a list, NumPy for a tensor)
         would blame the student for a call they never made."""
-        for mistake in self.mistakes:
+        for mistake in self.mistakes if mistakes is None else mistakes:
             try:
                 if (all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results)
                         and self._wrong_somewhere(mistake, [case for case, _ in results])):

@@ -7,7 +7,7 @@ as the answer, so a mistake never calls the reference).
 Why the cases look the way they do (every mistake must run on every case, and differ from the
 reference and from every other mistake):
 
-* every exercise follows the course's dtype policy (`FloatPolicy`): a floating-point result may
+* every exercise follows the course's dtype policy (`Exercise.tolerances`): a floating-point result may
   be float32 or float64 whatever the inputs' floating dtype, and is compared at float32's
   tolerances whenever either side of the comparison is float32.
 * cross_attention: float64, but for the last case, in float32 (a float64 result for float32
@@ -52,29 +52,6 @@ from course_utils.reference.mistakes.gradients import GradientExercise
 __all__ = ["EXERCISES", "HIDDEN_ONLY", "BlockExercise", "check", "diagnose"]
 
 DT = torch.float64
-
-
-class FloatPolicy:
-    """The course's dtype policy (issue 30 item 5): a floating-point result may be float32 or
-    float64 whatever the inputs' floating dtype. A float32 result is compared at float32's
-    tolerances (`Exercise.tolerances`); so is a float64 result compared with a float32 one (the
-    reference's, or a mistake's, on float32 inputs): the float32 side carries only float32's
-    digits."""
-
-    def tolerances(self, got, expected):
-        if framework._low_precision(expected) and not framework._low_precision(got):
-            return super().tolerances(expected, expected)
-        return super().tolerances(got, expected)
-
-
-@dataclasses.dataclass(frozen=True)
-class PolicyGradientExercise(FloatPolicy, GradientExercise):
-    pass
-
-
-@dataclasses.dataclass(frozen=True)
-class PolicyExercise(FloatPolicy, Exercise):
-    pass
 
 
 TRANSFORMER_BUILTINS = (
@@ -347,7 +324,7 @@ BLOCK_SELF_CASES, BLOCK_CROSS_CASES, BLOCK_MLP_CASES = (5,), (7,), (9, 10)
 
 
 @dataclasses.dataclass(frozen=True)
-class BlockExercise(FloatPolicy, Exercise):
+class BlockExercise(Exercise):
     """An answer that is a decoder block class DecoderBlock(d_model, num_heads, d_ff,
     norm_first=...) with submodules self_attn and cross_attn (Attention layers), norm1, norm2,
     norm3 and mlp; cases in the layout of probe.run_module."""
@@ -699,7 +676,7 @@ GREEDY_MISTAKES = (
 
 
 @dataclasses.dataclass(frozen=True)
-class GreedyExercise(FloatPolicy, DtypeKindExercise):
+class GreedyExercise(DtypeKindExercise):
     """Greedy decoding: a mistake that samples (`RANDOM_MISTAKES`) cannot be recomputed draw for
     draw, so it is recognised by what sampling does to the twin cases (GREEDY_TWINS, the same
     inputs twice): two different results. Every other mistake by its outputs, as always."""
@@ -710,16 +687,7 @@ class GreedyExercise(FloatPolicy, DtypeKindExercise):
             first, second = (results[i][1] for i in GREEDY_TWINS)
             if self.difference(first, second) is not None:
                 return random[0]
-        for mistake in self.mistakes:
-            if mistake.name in RANDOM_MISTAKES:
-                continue
-            try:
-                if (all(self.difference(got, self.run(mistake.compute, case)) is None for case, got in results)
-                        and self._wrong_somewhere(mistake, [case for case, _ in results])):
-                    return mistake
-            except Exception:  # the mistake cannot even run on some case, so it is not this one
-                continue
-        return None
+        return super().matching_mistake(results, [m for m in self.mistakes if m.name not in RANDOM_MISTAKES])
 
 
 RANDOM_MISTAKES = {"sampled"}
@@ -760,7 +728,7 @@ COUNT_MISTAKES = (
 
 
 EXERCISES = {exercise.grade_id: exercise for exercise in (
-    PolicyGradientExercise(  # section 5's model trains through the student's function: a detached one must fail
+    GradientExercise(  # section 5's model trains through the student's function: a detached one must fail
         grade_id="encoder_decoder_cross_attention",
         function_name="cross_attention",
         reference=reference.cross_attention,
@@ -786,7 +754,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (
         crash_hint="x is (B, T, d_model) and memory (B, S, d_model); self.self_attn(h, h, causal=True) and "
                    "self.cross_attn(h, memory, src_mask) return (B, T, d_model), and so does self.mlp(h)",
     ),
-    PolicyExercise(
+    Exercise(
         grade_id="encoder_decoder_teacher_forcing",
         function_name="teacher_forcing_loss",
         reference=reference.teacher_forcing_loss,
