@@ -93,8 +93,13 @@ def _ipython_to_python(source):
 # IPython magics whose only effect is on timing or display; %time and %%capture run their
 # argument or body as Python, which is read as if written without the magic. Any other magic
 # (%run, %%writefile, !commands, ...) stays a `get_ipython()` call, which is a finding.
-HARMLESS_MAGICS = ("matplotlib", "config", "precision", "load_ext", "autoreload")
-TRANSPARENT_MAGICS = ("time", "timeit", "capture")
+# Shell commands (!pip, %%bash, %%writefile) are harmless here: they cannot change the kernel's
+# Python except through a file, and an answer that imports or opens one is refused anyway.
+HARMLESS_MAGICS = ("matplotlib", "config", "precision", "load_ext", "reload_ext", "autoreload", "pip", "conda",
+                   "debug", "pdb", "xmode", "who", "whos", "who_ls", "history", "pwd", "ls", "env", "writefile",
+                   "file", "bash", "sh", "script", "html", "HTML", "markdown", "latex", "javascript", "js", "svg")
+TRANSPARENT_MAGICS = ("time", "timeit", "capture", "prun")
+SHELL_CALLS = ("system", "getoutput")  # !cmd and x = !cmd
 
 
 def _magic_free(tree):
@@ -102,6 +107,11 @@ def _magic_free(tree):
     they run (transparent ones) or by nothing (harmless ones)."""
     body = []
     for node in tree.body:
+        if isinstance(node, (ast.Expr, ast.Assign)) and _is_ipython_call(node.value, SHELL_CALLS):
+            if isinstance(node, ast.Assign):  # x = !ls: x is bound, to text
+                node.value = ast.Constant("")
+                body.append(node)
+            continue
         call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
         magic = call.func.attr if call is not None and isinstance(call.func, ast.Attribute) else None
         if (magic in ("run_line_magic", "run_cell_magic") and isinstance(call.func.value, ast.Call)
@@ -122,6 +132,13 @@ def _magic_free(tree):
 
 
 @functools.lru_cache(maxsize=512)
+def _is_ipython_call(node, methods):
+    """`get_ipython().<method>("constant", ...)`, as IPython writes a magic or a shell command."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods
+            and isinstance(node.func.value, ast.Call) and _chain(node.func.value.func) == ["get_ipython"]
+            and all(isinstance(a, ast.Constant) for a in node.args))
+
+
 def _parse(source):
     """The cell's module, magics read through (cached: every test cell rereads the cells before
     it; callers must not change the tree)."""

@@ -190,9 +190,8 @@ def softmax(x):
 def softmax(x):
     return eval("__import__('scipy.special').special.softmax")(x, axis=-1)
 """, "eval"),
-    "a module written from the notebook": ("05_self_attention", "self_attention_softmax", """
-%%writefile helper_softmax.py
-from scipy.special import softmax as f
+    "a script run into the notebook": ("05_self_attention", "self_attention_softmax", """
+%run helper_softmax.py
 """, "get_ipython"),
     "importing a file beside the notebook": ("05_self_attention", "self_attention_softmax", """
 import helper_softmax
@@ -276,3 +275,11 @@ def test_an_earlier_piece_is_charged_once():
     assert exercise.earlier == ("softmax",)
     assert routes.finding(nb_cells, index, exercise.function_name, exercise.forbidden, exercise.earlier) is None
     assert routes.finding(nb_cells, index, exercise.function_name, exercise.forbidden) is not None
+
+
+def test_magics_and_shell_commands_that_cannot_reach_the_answer_are_allowed():
+    code = ("%matplotlib inline\n!pip install nothing\nfiles = !ls\n%time x = softmax(np.ones(3))\n"
+            "%debug\n")
+    assert _finding("05_self_attention", "self_attention_softmax", code) is None
+    assert _finding("05_self_attention", "self_attention_softmax", "%%bash\necho hi\n") is None
+    assert "get_ipython" in _finding("05_self_attention", "self_attention_softmax", "%run helper.py\n")
