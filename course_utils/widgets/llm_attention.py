@@ -72,6 +72,9 @@ def draw_heads_and_window(num_heads, num_kv_heads, mask=None, window=None, axes=
     else:
         mask = np.asarray(mask, dtype=bool)
         ax.imshow(mask, cmap=ListedColormap(["#eeeeee", "#1f77b4"]), vmin=0, vmax=1)
+        step = max(1, mask.shape[1] // 8)
+        ax.set_xticks(range(0, mask.shape[1], step))
+        ax.set_yticks(range(0, mask.shape[0], step))
         ax.set(title=f"sliding window of {window}: blue = may attend", xlabel="key position",
                ylabel="query position")
     return axes
