@@ -1,0 +1,77 @@
+"""The pure functions behind notebook 13's demos: the head grouping, and an exact count of the
+bytes autograd saves for the backward pass."""
+import math
+
+import matplotlib
+import pytest
+import torch
+
+from course_utils.widgets import llm_attention as demo
+
+matplotlib.use("Agg")
+
+
+@pytest.mark.parametrize("h, h_kv, expected", [(8, 2, [0, 0, 0, 0, 1, 1, 1, 1]), (4, 4, [0, 1, 2, 3]),
+                                               (6, 1, [0] * 6), (6, 3, [0, 0, 1, 1, 2, 2])])
+def test_query_heads_read_their_group_s_kv_head(h, h_kv, expected):
+    assert demo.kv_head_of_query(h, h_kv) == expected
+
+
+def test_kv_heads_must_divide_the_query_heads():
+    with pytest.raises(ValueError, match="multiple"):
+        demo.kv_head_of_query(6, 4)
+
+
+def _naive(q, k, v):
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
+@pytest.mark.parametrize("T, d", [(16, 4), (64, 8), (128, 2)])
+def test_naive_attention_saves_the_inputs_and_one_t_by_t_matrix(T, d):
+    q, k, v = (torch.randn(T, d, requires_grad=True) for _ in range(3))
+    out, saved = demo.saved_tensor_bytes(_naive, q, k, v)
+    assert saved == 3 * 4 * T * d + 4 * T * T  # q, k, v and the weights, float32, each storage once
+    assert torch.equal(out, _naive(q, k, v))
+
+
+def test_a_function_saving_only_out_and_lse_is_counted_exactly():
+    from course_utils.reference import llm_attention as ref
+
+    class Saved(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v):
+            out, lse = ref.attention_forward_with_lse(q, k, v)
+            ctx.save_for_backward(q, k, v, out, lse)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            return ref.attention_backward(*ctx.saved_tensors, grad_out)
+
+    T, d = 256, 8
+    q, k, v = (torch.randn(1, 1, T, d, requires_grad=True) for _ in range(3))
+    _, saved = demo.saved_tensor_bytes(Saved.apply, q, k, v)
+    assert saved == 4 * 4 * T * d + 4 * T
+
+
+def test_the_count_is_the_same_every_time_and_nothing_is_saved_without_grad():
+    q, k, v = (torch.randn(32, 4, requires_grad=True) for _ in range(3))
+    assert demo.saved_tensor_bytes(_naive, q, k, v)[1] == demo.saved_tensor_bytes(_naive, q, k, v)[1]
+    with torch.no_grad():
+        assert demo.saved_tensor_bytes(_naive, q, k, v)[1] == 0
+
+
+def test_views_of_one_storage_count_once():
+    x = torch.randn(100, requires_grad=True)
+    _, saved = demo.saved_tensor_bytes(lambda t: (t[:50] * t[50:]).sum(), x)
+    assert saved == 400
+
+
+def test_drawing_with_and_without_a_mask():
+    import matplotlib.pyplot as plt
+    mask = torch.ones(8, 8, dtype=torch.bool).tril() & ~torch.ones(8, 8, dtype=torch.bool).tril(-3)
+    axes = demo.draw_heads_and_window(8, 2, mask, 3)
+    assert "3" in axes[1].get_title() and len(axes[1].images) == 1
+    axes = demo.draw_heads_and_window(4, 1, None, 3, message="solve exercise 2")
+    assert axes[1].texts[0].get_text() == "solve exercise 2"
+    plt.close("all")
