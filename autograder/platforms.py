@@ -25,7 +25,18 @@ Why it is built this way:
   stays "no sandbox, no grading"; `--container-fallback` grades without the sandbox only when
   it cannot be created, relying on the container's isolation (autograder/README.md says what
   that does and does not protect), and says so on stderr and in the results' extra data.
+- What does not depend on the upload is done once per assignment, not once per upload: the
+  private release and template gradebook (nbgrader generate_assignment) and the solution check's
+  verdict are kept in `<course root>/.autograder-cache/<assignment>/<key>/`, the key a hash of
+  the assignment's source, the installed packages and the Python; the verdict's name adds the
+  grader's and course_utils' code, the limits, the hidden-case specs and whether the sandbox is on.
+  A change to any of them is a new key, so a stale entry is never used. Only the grader writes
+  it, from its own private work folder, before any student code runs; it sits beside
+  solutions/, which the sandbox never mounts (no cache is kept where the sandbox could see
+  it). The class of one's gradebook is not filled (no second generate_assignment): it is thrown
+  away with the temporary folder; the course gradebook is the batch's (`grade`).
 """
+import hashlib
 import json
 import os
 import shutil
@@ -138,7 +149,7 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
             course_root=course_root, gradebook=os.path.join(root, "gradebook.db"),
             assignments=[chosen], jobs=1, timeout=timeout, wall=wall,
             memory_bytes=int(memory_gib * 2**30), unsafe_no_sandbox=unsandboxed, progress=False)
-        job = batch.Batch(opts)
+        job = OneSubmission(opts, cache=_cache_root(course_root))
         results = job.run()
         result = results.get((STUDENT, chosen))
         problems = [_student_text(p.problem, root) for p in job.problems
@@ -153,10 +164,151 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
         release_root = os.path.join(job.work, "course", "release")
         cells = _cells(result, chosen, release_root, job.prepared[chosen]["secret_lines"])
         return {"status": "graded", "assignment": chosen, "cells": cells, "problems": problems,
-                "sandboxed": not unsandboxed, "seconds": round(time.monotonic() - started, 1)}
+                "sandboxed": not unsandboxed, "seconds": round(time.monotonic() - started, 1),
+                "cached": sorted(job.cached)}
     finally:
         if work is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+# --- what does not depend on the upload, once per assignment -----------------------------------
+
+CACHE_DIR = ".autograder-cache"
+
+
+def _cache_root(course_root):
+    """Where the per-assignment cache lives, or None when it would sit where the sandbox mounts
+    (the Python prefixes, /usr, /etc) or cannot be made private."""
+    root = os.path.realpath(os.path.join(course_root, CACHE_DIR))
+    mounted = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, "/usr", "/etc")}
+    if any(root == m or root.startswith(m.rstrip(os.sep) + os.sep) for m in mounted):
+        return None
+    try:
+        os.makedirs(root, mode=0o700, exist_ok=True)
+        os.chmod(root, 0o700)
+    except OSError:
+        return None
+    return root
+
+
+def _files(folder):
+    return [os.path.join(d, f) for d, dirs, files in os.walk(folder) for f in files
+            if "__pycache__" not in d and ".ipynb_checkpoints" not in d and not f.endswith(".pyc")]
+
+
+def _packages_key():
+    """A hash of the Python and the installed packages (nbgrader makes the release)."""
+    import sysconfig
+    from importlib import metadata
+    # The environment's own site-packages, not sys.path: importing nbgrader puts setuptools'
+    # vendored packages on sys.path, which would change the key within one run.
+    where = sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
+    packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=where))
+    return hashlib.sha256(json.dumps([sys.version, os.path.realpath(sys.prefix), packages]).encode()).hexdigest()
+
+
+def _code_key(course_utils):
+    """A hash of the code a grading runs besides the packages: this grader's modules and the
+    course_utils the tests import (its reference holds the judge's catalogue)."""
+    h = hashlib.sha256()
+    here = os.path.dirname(os.path.abspath(__file__))
+    for folder, only in ((here, ".py"), (course_utils, "")):
+        for path in sorted(p for p in _files(folder) if p.endswith(only)):
+            h.update(os.path.relpath(path, folder).encode())
+            with open(path, "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()
+
+
+class OneSubmission(batch.Batch):
+    """The class batch, for one upload: the release, the template gradebook and the solution
+    check's verdict come from the cache when an earlier grading of the same assignment, source,
+    grader and environment made them (Gradescope re-runs the whole command per submission)."""
+
+    def __init__(self, opts, cache=None):
+        super().__init__(opts)
+        self.cache = cache
+        self.cached = set()  # what this run took from the cache (for the bench and the tests)
+
+    def _entry(self, assignment):
+        """The assignment's cache folder for its current source, Python and packages."""
+        from . import worker
+        if not hasattr(self, "_packages"):
+            self._packages = _packages_key()
+        sources = _files(os.path.join(self.source_root, assignment))
+        key = worker.fingerprint(sources, assignment + self._packages)[:32]
+        return os.path.join(self.cache, assignment, key)
+
+    def prepare(self, assignment):
+        if self.cache is None:
+            return super().prepare(assignment)
+        entry = self._entry(assignment)
+        tdir = os.path.join(self.work, "templates")
+        release = os.path.join(self.work, "course", "release", assignment)
+        if os.path.isdir(os.path.join(entry, "release")) and not os.path.exists(release):
+            try:
+                os.makedirs(tdir, exist_ok=True)
+                for suffix in (".db", ".source"):
+                    shutil.copyfile(os.path.join(entry, "templates", assignment + suffix),
+                                    os.path.join(tdir, assignment + suffix))
+                shutil.copytree(os.path.join(entry, "release"), release)
+                self.cached.add("release")
+            except OSError:  # an incomplete entry: prepare regenerates (its own check)
+                shutil.rmtree(release, ignore_errors=True)
+        prep = super().prepare(assignment)  # regenerates unless the copied stamp matches the source
+        if "release" not in self.cached:
+            self._save(entry, lambda tmp: (
+                shutil.copytree(tdir, os.path.join(tmp, "templates"),
+                                ignore=lambda d, names: [n for n in names if not n.startswith(assignment + ".")]),
+                shutil.copytree(release, os.path.join(tmp, "release"))))
+        return prep
+
+    def _verdict(self, assignment):
+        prep = self.prepared[assignment]
+        if not hasattr(self, "_code"):
+            self._code = _code_key(self.course_utils)
+        key = hashlib.sha256(json.dumps([prep["fp"], self.sandboxed, self._code]).encode()).hexdigest()[:32]
+        return os.path.join(self._entry(assignment), "solution-passed-" + key)
+
+    def check_solutions(self, assignments, handles):
+        if self.cache is None:
+            return super().check_solutions(assignments, handles)
+        todo = [a for a in assignments if not os.path.isfile(self._verdict(a))]
+        if len(todo) < len(assignments):
+            self.cached.add("solution check")
+            self.say("solution check: passed earlier with this source, grader and sandbox (cached)")
+        if todo:
+            super().check_solutions(todo, handles)  # raises GradingRefused when one fails
+        for a in todo:
+            try:
+                with open(self._verdict(a), "x"):
+                    pass
+            except OSError:  # already there (a concurrent grading), or no room: not cached
+                pass
+
+    def _save(self, entry, fill):
+        """Write a cache entry atomically (made in a temporary sibling, then renamed), dropping
+        the assignment's older entries; a failure only means no cache."""
+        parent = os.path.dirname(entry)
+        tmp = None
+        try:
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=".new-", dir=parent)
+            fill(tmp)
+            os.rename(tmp, entry)
+            tmp = None
+            for old in os.listdir(parent):
+                if old != os.path.basename(entry) and not old.startswith(".new-"):
+                    shutil.rmtree(os.path.join(parent, old), ignore_errors=True)
+        except OSError:
+            pass
+        finally:
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    def merge(self, results):
+        """Nothing: the class of one's gradebook goes with its temporary folder (filling it
+        would cost a second nbgrader generate_assignment per upload)."""
 
 
 def _student_text(text, root):
@@ -320,7 +472,9 @@ def main(args):
         got = sum(c["score"] for c in graded["cells"])
         full = sum(c["max_score"] for c in graded["cells"])
         print(f"autograder: {graded['assignment']}: {got:g}/{full:g} in {graded['seconds']:.1f} s"
-              + ("" if graded["sandboxed"] else " (no sandbox)") + f"; wrote {os.path.abspath(out)}",
+              + ("" if graded["sandboxed"] else " (no sandbox)")
+              + (f" (from the cache: {', '.join(graded['cached'])})" if graded.get("cached") else "")
+              + f"; wrote {os.path.abspath(out)}",
               file=sys.stderr)
     else:
         print("autograder: not gradable: " + " ".join(graded["problems"]) + f"; wrote {os.path.abspath(out)}",
