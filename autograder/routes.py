@@ -79,7 +79,13 @@ MAX_SOURCE_CHARS = 2_000_000
 
 
 class Finding(str):
-    """A sentence saying which route an answer takes and where."""
+    """A sentence saying which route an answer takes and where; `rank` orders findings by how
+    much they tell (0: a forbidden function, 1: the course's helpers, 2: a route)."""
+
+    def __new__(cls, sentence, rank=2):
+        self = super().__new__(cls, sentence)
+        self.rank = rank
+        return self
 
 
 def _ipython_to_python(source):
@@ -424,11 +430,10 @@ class _Reader:
         return [".".join([base] + parts[1:]) for base in sorted(self.imports[parts[0]])]
 
     def judge_statement(self, statement, answer):
-        for node in ast.walk(statement.node):
-            finding = self._judge_node(node, statement, answer)
-            if finding:
-                return finding
-        return None
+        """The statement's most telling finding: a forbidden function named outright says more
+        than the container or route that holds it (`SimpleNamespace(sm=scipy.special.softmax)`)."""
+        found = [f for f in (self._judge_node(node, statement, answer) for node in ast.walk(statement.node)) if f]
+        return min(found, key=lambda f: f.rank) if found else None
 
     def _judge_node(self, node, statement, answer):
         where = f"(the line `{statement.line(node)}`)"
@@ -456,7 +461,7 @@ class _Reader:
     def _judge_path(self, path, where, answer):
         if _startswith(path, COURSE_OFF_LIMITS):
             return Finding(f"`{answer}` reaches `{path}` {where}: the course's own helpers are not part "
-                           "of an answer; write it yourself")
+                           "of an answer; write it yourself", rank=1)
         if _startswith(path, DYNAMIC_MODULES) or path.startswith(DYNAMIC_PREFIXES):
             return Finding(f"`{answer}` reaches `{path}` {where}, a route the grader cannot follow: "
                            "call the functions you need by their names, in this thread")
@@ -474,7 +479,7 @@ class _Reader:
                            "(something in the notebook put it there)")
         if obj is not None and id(obj) in self.forbidden:
             return Finding(f"`{answer}` reaches `{self.forbidden[id(obj)]}` {where}: this exercise asks "
-                           "you to write it without it")
+                           "you to write it without it", rank=0)
         return None
 
     def judge_notebook(self, answer):
@@ -530,10 +535,7 @@ def finding(cells, before, answer, forbidden, substituted=()):
     found = reader.judge_notebook(answer)
     if found:
         return found
-    for statement in reader.reach(answer, substituted):
-        found = reader.judge_statement(statement, answer)
-        if found:
-            return found
-    return None
+    found = [f for f in (reader.judge_statement(s, answer) for s in reader.reach(answer, substituted)) if f]
+    return min(found, key=lambda f: f.rank) if found else None
 
 

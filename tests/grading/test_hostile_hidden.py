@@ -76,6 +76,10 @@ def test_a_test_cell_whose_check_did_not_report_fails_with_a_sentence(graded, st
         assert first["ename"] == "GradingError", first
         if cell.metadata["nbgrader"]["grade_id"] == VALUE_QUESTION + "_tests":
             continue  # a blank number: the message depends on the attack, the zero does not
+        if "your notebook uses `get_ipython`" in first["evalue"]:
+            # an exercise that forbids something: the grader's reading of the notebook names the
+            # hook first (autograder/routes.py), whatever the kernel reported
+            continue
         if student == "input_pass":  # nothing of the test cell ran: no results reached the grader
             assert "did not run to the end" in first["evalue"], first
         else:  # the swallowed hidden check still sent the answer's results: judged as they are

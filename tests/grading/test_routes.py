@@ -157,7 +157,7 @@ POOL = ThreadPoolExecutor(1)
     "torch function modes switched off": ("08_masking_transformer", "masking_transformer_masked_softmax", """
 def masked_softmax(scores, mask):
     with torch._C.DisableTorchFunction():
-        return torch.softmax(scores.masked_fill(~mask, float('-inf')), -1).nan_to_num(0.0)
+        return _my_softmax(scores.masked_fill(~mask, float('-inf'))).nan_to_num(0.0)
 """, "torch._C"),
     "widget function through an alias": ("02_causal_cnn", "causal_cnn_receptive_field", """
 from course_utils.widgets.causal_cnn import valid_conv_stack, gradient_footprint, footprint_span
@@ -218,9 +218,10 @@ def test_each_route_is_found(name):
     assert words in result, result
 
 
-def test_a_finding_quotes_the_line():
+def test_a_finding_quotes_the_line_and_names_the_function_before_its_container():
     result = _finding(*ATTACKS["library kept in an object's attribute"][:3])
-    assert "_lib = types.SimpleNamespace(sm=scipy.special.softmax)" in result or "types" in result
+    assert "_lib = types.SimpleNamespace(sm=scipy.special.softmax)" in result
+    assert "reaches `scipy.special.softmax`" in result and "without it" in result
 
 
 def test_exercises_without_forbidden_functions_are_not_read():
