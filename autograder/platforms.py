@@ -109,15 +109,37 @@ def find_notebooks(submission_dir, assignments, chosen=None):
 
 # --- grading: the class batch on a class of one -------------------------------------------------
 
+def submitter_id(submission_dir, given=None):
+    """The id a submission is graded under: `given` (--student), else on Gradescope the
+    submitter's Student ID from submission_metadata.json beside the upload (their email when the
+    roster has none), else the placeholder STUDENT. Think-first questions have numbers per student
+    (course_utils/grading/questions.py): this id must be the one the student worked under, or
+    their own right answers read as another student's (the feedback then says so)."""
+    candidates = [given]
+    meta = os.path.join(os.path.dirname(os.path.abspath(submission_dir)), "submission_metadata.json")
+    try:
+        with open(meta, encoding="utf-8") as fh:
+            users = json.load(fh).get("users") or []
+        first = users[0] if users and isinstance(users[0], dict) else {}
+        candidates += [first.get("sid"), first.get("email")]
+    except (OSError, ValueError, AttributeError):
+        pass
+    for candidate in candidates:
+        if isinstance(candidate, str) and intake.STUDENT_ID.match(candidate.strip()):
+            return candidate.strip()
+    return STUDENT
+
+
 def grade_one(submission_dir, *, course_root, assignment=None, container_fallback=False,
-              unsafe_no_sandbox=False, timeout=60, wall=600, memory_gib=4.0, work=None):
-    """Grade one submission with batch.Batch. Returns a dict: status ('graded' / 'not_gradable'),
+              unsafe_no_sandbox=False, timeout=60, wall=600, memory_gib=4.0, work=None, student=None):
+    """Grade one submission with batch.Batch, as `student` (`submitter_id`). Returns a dict: status ('graded' / 'not_gradable'),
     assignment, cells (name, grade_id, notebook, score, max_score, outcome, message), problems
     (sentences for the student), sandboxed, seconds. Raises batch.GradingRefused (or ValueError)
     when the grader cannot grade honestly."""
     from . import sandbox
 
     started = time.monotonic()
+    student = submitter_id(submission_dir, student)
     course_root = os.path.abspath(course_root)
     assignments = batch.course_assignments(os.path.join(course_root, "solutions"))
     if not assignments:
@@ -140,7 +162,7 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
             return {"status": "not_gradable", "assignment": assignment or "", "cells": [],
                     "problems": [str(exc)], "sandboxed": not unsandboxed,
                     "seconds": round(time.monotonic() - started, 1)}
-        folder = os.path.join(root, "submissions", STUDENT, chosen)
+        folder = os.path.join(root, "submissions", student, chosen)
         os.makedirs(folder)
         for name, path in files.items():
             shutil.copyfile(path, os.path.join(folder, name))
@@ -151,9 +173,9 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
             memory_bytes=int(memory_gib * 2**30), unsafe_no_sandbox=unsandboxed, progress=False)
         job = OneSubmission(opts, cache=_cache_root(course_root))
         results = job.run()
-        result = results.get((STUDENT, chosen))
+        result = results.get((student, chosen))
         problems = [_student_text(p.problem, root) for p in job.problems
-                    if p.student_id in ("", STUDENT) and p.assignment in ("", chosen)]
+                    if p.student_id in ("", student) and p.assignment in ("", chosen)]
         if result is not None:
             problems += [_student_text(p, root) for p in result.get("problems", [])
                          if _student_text(p, root) not in problems]
@@ -437,6 +459,9 @@ def add_arguments(sub, course_root):
         p.add_argument("--wall", type=int, default=600, help="per-notebook wall limit in seconds (default 600)")
         p.add_argument("--memory", type=float, default=4.0, help="memory limit per kernel, GiB (default 4)")
         p.add_argument("--course-root", default=course_root, help="course folder holding solutions/")
+        p.add_argument("--student", default=None,
+                       help="the id the student worked under (their think-first numbers come from it); "
+                            "default: Gradescope's submission_metadata.json (Student ID, else email)")
         p.add_argument("--container-fallback", action="store_true",
                        help="if bubblewrap cannot create its sandbox here, grade without it, relying on "
                             "the container's isolation (see autograder/README.md)")
@@ -451,7 +476,7 @@ def main(args):
         graded = grade_one(args.submission_dir, course_root=args.course_root, assignment=args.assignment,
                            container_fallback=args.container_fallback,
                            unsafe_no_sandbox=args.unsafe_no_sandbox, timeout=args.timeout,
-                           wall=args.wall, memory_gib=args.memory)
+                           wall=args.wall, memory_gib=args.memory, student=args.student)
     except (batch.GradingRefused, ValueError, OSError) as exc:
         print(f"autograder: grading refused: {exc}", file=sys.stderr)
         if args.platform == "gradescope":
