@@ -42,6 +42,9 @@ VARIANTS = {
         ("the 3rd of March, 1999", "1999-03-03"), ("1987/06/14", "1987-06-14"), ("June 14, 1987", "1987-06-14"),
         ("sun 21 sep 2031", "2031-09-21"), ("December 24, 2043", "2043-12-24"), ("Sunday, 5 May 1968", "1968-05-05"),
         ("wednesday, august 1, 2012", "2012-08-01"), ("the 21st of September, 2031", "2031-09-21"))],
+    "llm_attention_cache_guess": [{"layers": l, "q_heads": q, "kv_heads": kv, "T": t} for l, q, kv, t in (
+        (32, 32, 8, 32768), (32, 32, 4, 32768), (40, 40, 8, 32768), (28, 28, 4, 65536), (24, 32, 8, 16384),
+        (32, 32, 8, 131072), (36, 36, 6, 32768), (16, 16, 2, 65536))],
 }
 
 # How each variant reads in the notebook: grade_id -> a function of the numbers.
@@ -49,6 +52,9 @@ _WORDS = {
     "causal_cnn_layers_needed": lambda steps: f"a receptive field of at least {steps:,} input steps",
     "masking_transformer_blocked_pairs": lambda T: f"a window of T = {T} tokens",
     "long_context_weights_guess": lambda heads, T: f"{heads} heads at T = {T:,} tokens",
+    "llm_attention_cache_guess": lambda layers, q_heads, kv_heads, T: (
+        f"{layers} layers, {q_heads} query heads and {kv_heads} key/value heads of dimension 128 in float16, "
+        f"T = {T:,} tokens"),
     "scaling_dk_raw_variance": lambda d_k, variance: f"d_k = {d_k}, entries of q and k of variance {variance:g}",
     "multi_head_weights_count": lambda batch, tokens, heads, d_model: (
         f"{batch} sentences of {tokens} tokens, d_model = {d_model}, {heads} heads of width {d_model // heads}"),

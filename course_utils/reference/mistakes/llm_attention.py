@@ -598,19 +598,29 @@ def _cache_gib(kv=2, layers=32, heads=8, head_dim=128, nbytes=2, T=32768, unit=2
     return kv * layers * heads * head_dim * nbytes * T / unit
 
 
+# The numbers vary by student (course_utils.grading.questions): layers, query and key/value heads,
+# T; always head dimension 128, float16, one sequence. The example is Mistral 7B's.
+def _guess(numbers, **change):
+    """The cache in GiB for a student's numbers, with one thing changed (a mistake's)."""
+    sizes = dict(layers=numbers["layers"], heads=numbers["kv_heads"], T=numbers["T"])
+    return _cache_gib(**{**sizes, **change})
+
+
 CACHE_GUESS = think_first(
-    "llm_attention_cache_guess", "kv_cache_gib", _cache_gib(),
+    "llm_attention_cache_guess", "kv_cache_gib", lambda **n: _guess(n),
     mistakes=(
         Mistake("guess_no_k_and_v", "that counts the keys only: the cache holds a key AND a value per token, "
-                "layer and key/value head (the factor 2).", _cache_gib(kv=1)),
-        Mistake("guess_query_heads", "that counts 32 heads: only the 8 key/value heads are cached (grouped-query "
-                "attention shares each among 4 query heads).", _cache_gib(heads=32)),
-        Mistake("guess_float32", "that counts 4 bytes a number; float16 takes 2.", _cache_gib(nbytes=4)),
+                "layer and key/value head (the factor 2).", lambda **n: _guess(n, kv=1)),
+        Mistake("guess_query_heads", "that counts all {q_heads} query heads: only the {kv_heads} key/value heads "
+                "are cached (grouped-query attention shares each among several query heads).",
+                lambda **n: _guess(n, heads=n["q_heads"])),
+        Mistake("guess_float32", "that counts 4 bytes a number; float16 takes 2.", lambda **n: _guess(n, nbytes=4)),
         Mistake("guess_gb", "that is in GB (10^9 bytes): the question asks for GiB, 2^30 bytes.",
-                _cache_gib(unit=1e9)),
-        Mistake("guess_mib", "that is in MiB: the question asks for GiB (1 GiB = 1024 MiB).", _cache_gib(unit=2**20)),
-        Mistake("guess_one_layer", "that is one layer's cache: every one of the 32 layers keeps its own keys and "
-                "values.", _cache_gib(layers=1)),
+                lambda **n: _guess(n, unit=1e9)),
+        Mistake("guess_mib", "that is in MiB: the question asks for GiB (1 GiB = 1024 MiB).",
+                lambda **n: _guess(n, unit=2**20)),
+        Mistake("guess_one_layer", "that is one layer's cache: every one of the {layers} layers keeps its own keys "
+                "and values.", lambda **n: _guess(n, layers=1)),
     ),
     answer_name="your guess (GiB)", rtol=2e-3)
 
