@@ -28,7 +28,7 @@ import torch
 
 __all__ = ["grouped_query_attention", "sliding_window_mask", "rolling_cache_append",
            "attention_forward_with_lse", "attention_backward", "rms_norm", "swiglu",
-           "kv_cache_gib", "CACHE_QUESTION"]
+           "kv_cache_gib", "CACHE_QUESTION", "OutAndLseAttention"]
 
 
 def _end_aligned_causal(T_q, T_k):
@@ -147,3 +147,19 @@ CACHE_QUESTION = dict(num_layers=32, num_kv_heads=8, head_dim=128, bytes_per_val
 def kv_cache_gib(num_layers=32, num_kv_heads=8, head_dim=128, bytes_per_value=2, T=32768, batch_size=1):
     """GiB of the KV cache: K and V (2), per layer, per key/value head, per dimension, per token."""
     return 2 * num_layers * num_kv_heads * head_dim * bytes_per_value * T * batch_size / 2**30
+
+
+class OutAndLseAttention(torch.autograd.Function):
+    """Attention whose forward saves q, k, v, the output and the log-sum-exp (no T x T weights),
+    and whose backward recomputes the weights from them: what the notebook's Function does with
+    the student's attention_backward, here with the reference (for the bench and the tests)."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        out, lse = attention_forward_with_lse(q, k, v)
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return attention_backward(*ctx.saved_tensors, grad_out)

@@ -37,16 +37,7 @@ def test_naive_attention_saves_the_inputs_and_one_t_by_t_matrix(T, d):
 def test_a_function_saving_only_out_and_lse_is_counted_exactly():
     from course_utils.reference import llm_attention as ref
 
-    class Saved(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, q, k, v):
-            out, lse = ref.attention_forward_with_lse(q, k, v)
-            ctx.save_for_backward(q, k, v, out, lse)
-            return out
-
-        @staticmethod
-        def backward(ctx, grad_out):
-            return ref.attention_backward(*ctx.saved_tensors, grad_out)
+    Saved = ref.OutAndLseAttention
 
     T, d = 256, 8
     q, k, v = (torch.randn(1, 1, T, d, requires_grad=True) for _ in range(3))
