@@ -12,6 +12,7 @@ Why it is built this way:
   submission, the assignment source and the limits; a rerun skips those (resume) unless
   `--regrade`. CSVs are rebuilt from the results, sorted, so two runs give identical files.
 """
+import importlib.util
 import json
 import os
 import queue
@@ -51,6 +52,9 @@ class Options:
     nproc: int = 64
     regrade: bool = False
     unsafe_no_sandbox: bool = False
+    # Where bubblewrap cannot start (a platform's container), run student code as an unprivileged
+    # user without namespaces (sandbox.drop_command) instead of refusing. Never as root.
+    container_fallback: bool = False
     lms_pattern: str = intake.DEFAULT_LMS_PATTERN
     max_file_bytes: int = 20 * 2**20
     progress: bool = True
@@ -250,16 +254,49 @@ class Batch:
 
     # -- steps -------------------------------------------------------------------------------
     def check_sandbox(self):
+        """How student code is isolated: "bwrap" (the sandbox), "drop" (an unprivileged user
+        without namespaces, only with container_fallback where bubblewrap cannot start) or
+        False (--unsafe-no-sandbox). Raises GradingRefused when neither can run."""
         if self.o.unsafe_no_sandbox:
             print("autograder: WARNING: --unsafe-no-sandbox: student code runs as this user, "
                   "unconfined; only for submissions you trust.", file=sys.stderr)
             return False
         reason = sandbox.why_unavailable()
-        if reason:
-            raise GradingRefused(f"cannot sandbox student code: {reason}. Grading unsandboxed lets "
-                                 "one submission read the hidden tests and destroy the gradebook; "
-                                 "pass --unsafe-no-sandbox only if you trust every submission.")
-        return True
+        if not reason:
+            return "bwrap"
+        if self.o.container_fallback:
+            no_drop = sandbox.why_no_drop()
+            if not no_drop:
+                print(f"autograder: bubblewrap cannot run here ({reason}); --container-fallback: "
+                      f"student code runs as an unprivileged user (uid {sandbox.UID_BASE + 1}, no "
+                      "capabilities, no_new_privs) without namespaces, the course's answers made "
+                      "unreadable to it", file=sys.stderr)
+                return "drop"
+            raise GradingRefused(f"cannot isolate student code: bubblewrap cannot run ({reason}) and "
+                                 f"neither can the privilege drop ({no_drop}); student code would run "
+                                 "as root beside the answers, so nothing was graded.")
+        raise GradingRefused(f"cannot sandbox student code: {reason}. Grading unsandboxed lets "
+                             "one submission read the hidden tests and destroy the gradebook; "
+                             "pass --unsafe-no-sandbox only if you trust every submission.")
+
+    def _harden(self):
+        """The privilege drop has no mount namespace: what the student's uid must not read or
+        write is made private to root before any student code runs (sandbox.harden_course)."""
+        keep = sandbox.top_names_holding(self.course_root, [sys.prefix, sys.base_prefix,
+                                                            os.path.realpath(sys.executable)])
+        sandbox.harden_course(self.course_root, keep=keep)
+        # The course's package, and the one the Python environment imports (an editable install's
+        # finder resolves course_utils.reference there even when the kernel's path starts with
+        # the copy without it).
+        installed = importlib.util.find_spec("course_utils")
+        for package in {self.course_utils, os.path.dirname(installed.origin) if installed else ""}:
+            reference = os.path.join(package, "reference")
+            if package and os.path.isdir(reference):
+                os.chmod(reference, 0o700)
+        for path in (self.out, self.work):
+            os.chmod(path, 0o700)
+        for slot in range(1, (self.o.jobs or os.cpu_count() or 1) + 1):
+            sandbox.kill_user(sandbox.UID_BASE + slot)  # anything left from an earlier run
 
     def prepare(self, assignment):
         """Template gradebook, private release and hidden lines for one assignment."""
@@ -306,7 +343,8 @@ class Batch:
             "template_db": prep["template_db"], "release_root": prep["release_root"],
             "secret_lines": prep["secret_lines"], "source_root": self.source_root,
             "fingerprint": worker.fingerprint(list(files.values()), prep["fp"]),
-            "limits": self.o.limits(), "sandbox": self.sandboxed,
+            "limits": self.o.limits(), "sandbox": bool(self.sandboxed),
+            "isolation": self.sandboxed or "none",
             "kernels_dir": os.path.join(self.work, "kernels"),
             "socket_dir": os.path.join(self.sockets, f"slot{slot}"),
             "uid": sandbox.UID_BASE + slot, "kernel_python": os.path.join(sys.prefix, "bin", "python"),
@@ -375,15 +413,25 @@ class Batch:
                                  f"{', '.join(self.assignments)})")
         os.makedirs(self.work, exist_ok=True)
         self.course_utils = _course_utils_dir(self.course_root)
-        # The kernel's course_utils: a copy without the reference, mounted over the real one.
-        self.kernel_package = hidden_cases.kernel_package(
-            self.course_utils, os.path.join(self.work, "kernel_package", "course_utils"))
-        self.ro_paths = sorted({os.path.realpath(sys.base_prefix), os.path.abspath(sys.prefix),
-                                os.path.realpath(sys.prefix)})
-        worker.kernel_spec(os.path.join(self.work, "kernels"))
         # Kernel sockets live in a short, neutral folder: bound into each sandbox at the same
         # path, it must not reveal (or sit under) the output folder; AF_UNIX paths are short.
         self.sockets = tempfile.mkdtemp(prefix="autograder-")
+        # The kernel's course_utils: a copy without the reference, mounted over the real one
+        # (bwrap), or first on the kernel's path from a folder its uid can reach (drop).
+        package_root = self.work
+        if self.sandboxed == "drop":
+            self._harden()
+            os.chmod(self.sockets, 0o711)  # the slots' own folders are reachable, not listable
+            package_root = os.path.join(self.sockets, "pkg")
+            os.makedirs(package_root)
+            os.chmod(package_root, 0o755)
+        self.kernel_package = hidden_cases.kernel_package(
+            self.course_utils, os.path.join(package_root, "kernel_package", "course_utils"))
+        if self.sandboxed == "drop":
+            os.chmod(os.path.dirname(self.kernel_package), 0o755)
+        self.ro_paths = sorted({os.path.realpath(sys.base_prefix), os.path.abspath(sys.prefix),
+                                os.path.realpath(sys.prefix)})
+        worker.kernel_spec(os.path.join(self.work, "kernels"))
         try:
             return self._run()
         finally:

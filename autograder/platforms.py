@@ -19,12 +19,15 @@ Why it is built this way:
   visible so the student can resubmit; PrairieLearn gets `gradable: false` (no attempt used).
   A grader that refuses to grade (no sandbox, a solution that fails its own tests, a broken
   course) writes no Gradescope results at all (Gradescope then reports an autograder failure
-  instead of recording a zero) and a `gradable: false` PrairieLearn result; the reason goes to
-  stderr for the instructor, and the exit status is 2.
+  instead of recording a zero, exit status 2) and a `gradable: false` PrairieLearn result with
+  exit status 0 (PrairieLearn reads results.json only after a zero exit; otherwise its student
+  sees "Unknown error"); the reason goes to stderr for the instructor.
 - The platforms' containers usually cannot create the namespaces bubblewrap needs. The default
-  stays "no sandbox, no grading"; `--container-fallback` grades without the sandbox only when
-  it cannot be created, relying on the container's isolation (autograder/README.md says what
-  that does and does not protect), and says so on stderr and in the results' extra data.
+  stays "no sandbox, no grading"; with `--container-fallback`, where bubblewrap cannot start,
+  student code runs as an unprivileged user without namespaces (sandbox.drop_command): the
+  course's answers, the upload's metadata and the grader's folders are made unreadable to it,
+  the results folder unwritable, and every process of that user is killed before results are
+  written. It says so on stderr and in the results' extra data (`isolation`).
 - What does not depend on the upload is done once per assignment, not once per upload: the
   private release and template gradebook (nbgrader generate_assignment) and the solution check's
   verdict are kept in `<course root>/.autograder-cache/<assignment>/<key>/`, the key a hash of
@@ -146,21 +149,19 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
         raise batch.GradingRefused(f"no assignments found in {os.path.join(course_root, 'solutions')}")
     if assignment and assignment not in assignments:
         raise batch.GradingRefused(f"unknown assignment {assignment} (known: {', '.join(assignments)})")
-    fallback_reason = None
-    if container_fallback and not unsafe_no_sandbox:
-        fallback_reason = sandbox.why_unavailable()
-        if fallback_reason:
-            print(f"autograder: the bubblewrap sandbox cannot run in this container ({fallback_reason}); "
-                  "--container-fallback: grading WITHOUT it, relying on the container's isolation",
-                  file=sys.stderr)
-    unsandboxed = unsafe_no_sandbox or bool(fallback_reason)
+    # --container-fallback: where bubblewrap cannot start, the batch runs student code as an
+    # unprivileged user instead (batch.Batch.check_sandbox says so on stderr); never as root.
+    fallback = container_fallback and not unsafe_no_sandbox
+    isolation = "none" if unsafe_no_sandbox else (
+        "bwrap" if not fallback or not sandbox.why_unavailable() else "drop")
+    unsandboxed = isolation != "bwrap"
     root = work or tempfile.mkdtemp(prefix="autograder-one-")
     try:
         try:
             chosen, files = find_notebooks(submission_dir, assignments, assignment)
         except NotGradable as exc:
             return {"status": "not_gradable", "assignment": assignment or "", "cells": [],
-                    "problems": [str(exc)], "sandboxed": not unsandboxed,
+                    "problems": [str(exc)], "sandboxed": not unsandboxed, "isolation": isolation,
                     "seconds": round(time.monotonic() - started, 1)}
         folder = os.path.join(root, "submissions", student, chosen)
         os.makedirs(folder)
@@ -170,7 +171,8 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
             submissions=os.path.join(root, "submissions"), out=os.path.join(root, "out"),
             course_root=course_root, gradebook=os.path.join(root, "gradebook.db"),
             assignments=[chosen], jobs=1, timeout=timeout, wall=wall,
-            memory_bytes=int(memory_gib * 2**30), unsafe_no_sandbox=unsandboxed, progress=False)
+            memory_bytes=int(memory_gib * 2**30), unsafe_no_sandbox=unsafe_no_sandbox,
+            container_fallback=fallback, progress=False)
         job = OneSubmission(opts, cache=_cache_root(course_root))
         results = job.run()
         result = results.get((student, chosen))
@@ -182,11 +184,11 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
         if result is None or result.get("status") != "graded":
             return {"status": "not_gradable", "assignment": chosen, "cells": [],
                     "problems": problems or ["the notebook could not be graded"],
-                    "sandboxed": not unsandboxed, "seconds": round(time.monotonic() - started, 1)}
+                    "sandboxed": not unsandboxed, "isolation": isolation, "seconds": round(time.monotonic() - started, 1)}
         release_root = os.path.join(job.work, "course", "release")
         cells = _cells(result, chosen, release_root, job.prepared[chosen]["secret_lines"])
         return {"status": "graded", "assignment": chosen, "cells": cells, "problems": problems,
-                "sandboxed": not unsandboxed, "seconds": round(time.monotonic() - started, 1),
+                "sandboxed": not unsandboxed, "isolation": isolation, "seconds": round(time.monotonic() - started, 1),
                 "cached": sorted(job.cached)}
     finally:
         if work is None:
@@ -396,6 +398,7 @@ def _points(x):
 def gradescope_results(graded, visibility="after_due_date"):
     """Gradescope's results.json (autograder specification) for grade_one's dict."""
     extra = {"assignment": graded["assignment"], "sandboxed": graded["sandboxed"],
+             "isolation": graded.get("isolation", "bwrap" if graded["sandboxed"] else "none"),
              "seconds": graded["seconds"]}
     if graded["status"] != "graded":
         # The upload is the student's to fix before the deadline: shown at once, whatever
@@ -418,8 +421,8 @@ def gradescope_results(graded, visibility="after_due_date"):
 def prairielearn_results(graded):
     """PrairieLearn's external-grading results.json for grade_one's dict."""
     if graded["status"] != "graded":
-        return {"gradable": False, "message": "Your submission could not be graded: "
-                + " ".join(graded["problems"]), "tests": []}
+        message = "Your submission could not be graded: " + " ".join(graded["problems"])
+        return {"gradable": False, "message": message, "format_errors": [message], "tests": []}
     got = sum(c["score"] for c in graded["cells"])
     full = sum(c["max_score"] for c in graded["cells"])
     tests = [{"name": c["name"], "description": c["grade_id"], "points": _points(c["score"]),
@@ -470,34 +473,63 @@ def add_arguments(sub, course_root):
         p.set_defaults(platform=name)
 
 
+def _protect(submission_dir, results_json):
+    """Before student code runs as an unprivileged user without namespaces (the fallback): the
+    upload and the platform's metadata beside it become root's alone, and the folder of the
+    results file is not writable by anyone else, so no student process can write, replace or
+    pre-create results.json."""
+    upload = os.path.abspath(submission_dir)
+    os.chmod(upload, 0o700)
+    meta = os.path.join(os.path.dirname(upload), "submission_metadata.json")
+    if os.path.isfile(meta):
+        os.chmod(meta, 0o600)
+    results_dir = os.path.dirname(os.path.abspath(results_json))
+    os.makedirs(results_dir, exist_ok=True)
+    os.chown(results_dir, 0, 0)
+    os.chmod(results_dir, os.stat(results_dir).st_mode & 0o7755)
+
+
+def _refusal(platform, out, reason):
+    """The grader cannot grade: never a score. Gradescope: no results.json (an autograder failure,
+    exit 2). PrairieLearn: a not-gradable result it displays, which it reads only after exit 0."""
+    print(f"autograder: grading refused: {reason}", file=sys.stderr)
+    if platform == "gradescope":
+        if os.path.exists(out):  # a stale file must not stand in for this grading
+            os.remove(out)
+        return 2
+    message = ("The grader could not run, so your submission was not graded (this is not about "
+               "your work and uses no attempt). Your instructor has the details.")
+    write_json(out, {"gradable": False, "tests": [], "message": message, "format_errors": [message]})
+    return 0
+
+
 def main(args):
+    from . import sandbox
     out = args.results_json
+    dropping = args.container_fallback and not args.unsafe_no_sandbox and os.geteuid() == 0
     try:
+        if dropping:
+            _protect(args.submission_dir, out)
         graded = grade_one(args.submission_dir, course_root=args.course_root, assignment=args.assignment,
                            container_fallback=args.container_fallback,
                            unsafe_no_sandbox=args.unsafe_no_sandbox, timeout=args.timeout,
                            wall=args.wall, memory_gib=args.memory, student=args.student)
-    except (batch.GradingRefused, ValueError, OSError) as exc:
-        print(f"autograder: grading refused: {exc}", file=sys.stderr)
-        if args.platform == "gradescope":
-            if os.path.exists(out):  # a stale file must not stand in for this grading
-                os.remove(out)
-        else:
-            write_json(out, {"gradable": False, "tests": [], "message": (
-                "The grader could not run, so your submission was not graded (this is not about "
-                "your work and uses no attempt). Your instructor has the details.")})
-        return 2
+        if graded.get("isolation") == "drop":
+            sandbox.kill_user(sandbox.UID_BASE + 1)  # nothing of the student's runs past here
+    except (batch.GradingRefused, ValueError, OSError, RuntimeError) as exc:
+        return _refusal(args.platform, out, exc)
     except KeyboardInterrupt:
         print("autograder: interrupted; nothing was written", file=sys.stderr)
         return 130
     data = (gradescope_results(graded, args.visibility) if args.platform == "gradescope"
             else prairielearn_results(graded))
     write_json(out, data)
+    how = {"bwrap": "", "drop": " (no sandbox: student code ran as an unprivileged user)",
+           "none": " (no sandbox)"}[graded.get("isolation", "none")]
     if graded["status"] == "graded":
         got = sum(c["score"] for c in graded["cells"])
         full = sum(c["max_score"] for c in graded["cells"])
-        print(f"autograder: {graded['assignment']}: {got:g}/{full:g} in {graded['seconds']:.1f} s"
-              + ("" if graded["sandboxed"] else " (no sandbox)")
+        print(f"autograder: {graded['assignment']}: {got:g}/{full:g} in {graded['seconds']:.1f} s" + how
               + (f" (from the cache: {', '.join(graded['cached'])})" if graded.get("cached") else "")
               + f"; wrote {os.path.abspath(out)}",
               file=sys.stderr)

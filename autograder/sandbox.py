@@ -23,15 +23,26 @@ Why this shape:
   whole chain to the grading worker, so nothing outlives it. The kernel inherits no grader
   descriptor: 0-2 are /dev/null and every other is closed before bwrap starts.
 
+Where bubblewrap cannot start (Gradescope's and PrairieLearn's Docker containers: no
+CAP_SYS_ADMIN, so no namespaces), the same launcher runs the kernel with the privilege drop alone
+(spec mode "drop", `drop_command`): `timeout`, `prlimit`, then `setpriv` to the slot's uid with no
+groups, no capabilities and no_new_privs, an empty environment and a working folder of its own.
+Without a mount namespace the kernel sees the real file system, so the grader first makes what
+the student must not read unreadable to that uid (`harden_course`), keeps its own folders mode
+700, and after every notebook kills every process of the uid (`kill_user`) before it reads or
+writes a result. Student code never runs as root on either path.
+
 Configuration comes from the environment variable AUTOGRADER_SANDBOX (JSON), set by the worker
-for each student; bwrap's `--clearenv` keeps the grader's environment out of the kernel.
+for each student; bwrap's `--clearenv` (or `env -i`) keeps the grader's environment out of the kernel.
 """
 import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 ENV_VAR = "AUTOGRADER_SANDBOX"
 CONNECTION_FILE_INSIDE = "/tmp/.kernel-connection.json"
@@ -115,16 +126,128 @@ def bwrap_command(spec, connection_fd, kernel_args=(), command=None, scratch_dir
     env["PYTHONPATH"] = os.pathsep.join(spec["pythonpath"])
     for key, value in sorted(env.items()):
         argv += ["--setenv", key, str(value)]
-    argv += ["prlimit", f"--as={int(spec['memory_bytes'])}", f"--nproc={int(spec['nproc'])}",
-             f"--fsize={int(spec['fsize_bytes'])}", "--nofile=256", "--core=0", "--"]
-    uid = int(spec["uid"])
-    argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+    argv += _limits_and_drop(spec)
     if command is not None:  # for tests: run this instead of the kernel
         return argv + list(command)
     argv += [spec["python"], "-m", "ipykernel_launcher", "-f", CONNECTION_FILE_INSIDE]
     argv += [_stream_hook()] + list(kernel_args)
     return argv
+
+
+def _limits_and_drop(spec):
+    """prlimit's limits, then setpriv's drop to the slot's uid: the tail of both commands."""
+    uid = int(spec["uid"])
+    return (["prlimit", f"--as={int(spec['memory_bytes'])}", f"--nproc={int(spec['nproc'])}",
+             f"--fsize={int(spec['fsize_bytes'])}", "--nofile=256", "--core=0", "--"]
+            + ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+               "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"])
+
+
+def drop_command(spec, connection_path, kernel_args=(), command=None):
+    """The argv (timeout, prlimit, setpriv, env -i, python) of a kernel where bubblewrap cannot
+    start: no namespaces, only the unprivileged uid, the limits and an empty environment. The
+    caller chdirs to spec["workdir"], a folder owned by that uid."""
+    env = dict(spec["env"])
+    env["PYTHONPATH"] = os.pathsep.join(spec["pythonpath"])
+    argv = ["timeout", "-s", "KILL", str(int(spec["wall_seconds"]))] + _limits_and_drop(spec)
+    argv += ["env", "-i"] + [f"{k}={v}" for k, v in sorted(env.items())]
+    if command is not None:  # for tests: run this instead of the kernel
+        return argv + list(command)
+    return argv + [spec["python"], "-m", "ipykernel_launcher", "-f", connection_path,
+                   _stream_hook()] + list(kernel_args)
+
+
+def why_no_drop(python=sys.executable):
+    """None when the privilege drop can run here (root, with setpriv, prlimit and timeout, allowed
+    to change uid, and the course's Python startable by that uid), else a sentence saying why not."""
+    if os.name != "posix" or not sys.platform.startswith("linux"):
+        return "dropping privileges needs Linux"
+    for tool in ("setpriv", "prlimit", "timeout"):
+        if shutil.which(tool) is None:
+            return f"the '{tool}' program is not installed (util-linux / coreutils)"
+    if os.geteuid() != 0:
+        return "the grader must run as root to run student code as an unprivileged user"
+    probe = subprocess.run(["setpriv", f"--reuid={UID_BASE}", f"--regid={UID_BASE}", "--clear-groups",
+                            "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", "id", "-u"],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0 or probe.stdout.strip() != str(UID_BASE):
+        return "setpriv cannot drop to an unprivileged user here: " + (probe.stderr.strip() or "unknown error")
+    return None
+
+
+def user_processes(uid):
+    """PIDs of the live (not zombie) processes whose real or effective uid is `uid`."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+        except (OSError, ValueError):
+            continue
+        uids = fields.get("Uid", "").split()
+        if fields.get("State", "").strip().startswith("Z") or len(uids) < 2:
+            continue
+        if str(uid) in uids[:2]:
+            found.append(int(name))
+    return found
+
+
+def kill_user(uid, attempts=50):
+    """SIGKILL every process of `uid` (daemons, forks that left the kernel's group, anything
+    waiting to rewrite a result), until none is left. kill(-1) from a process of that uid reaches
+    exactly its processes; a fork racing it is caught by the next round (RLIMIT_NPROC bounds
+    them). Returns how many rounds found processes; raises RuntimeError if some survive."""
+    if os.geteuid() != 0:
+        return 0
+    rounds = 0
+    for _ in range(attempts):
+        if not user_processes(uid):
+            return rounds
+        rounds += 1
+        subprocess.run([sys.executable, "-I", "-S", "-c", "import os, signal; os.kill(-1, signal.SIGKILL)"],
+                       user=uid, group=uid, extra_groups=[], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30, check=False)
+        time.sleep(0.05)
+    left = user_processes(uid)
+    if left:
+        raise RuntimeError(f"processes of uid {uid} survived {attempts} rounds of SIGKILL: {left[:10]}")
+    return rounds
+
+
+def harden_course(course_root, keep=()):
+    """Make the course unreadable to the student's uid where no namespace can hide it: the course
+    folder itself becomes 0711 (traversable, not listable), and every entry in it but the ones
+    the kernel needs (the released notebooks, the virtual environment, pyproject.toml, README.md
+    and course_utils, whose reference/ also becomes 0700) loses its permissions for group and
+    others. `keep` adds top-level names to leave readable (the Python environment, when it lies
+    inside). Root (the grader) still reads everything. Returns the paths made private."""
+    course_root = os.path.abspath(course_root)
+    readable = {"notebooks", "course_utils", "pyproject.toml", "README.md", *keep}
+    private = []
+    os.chmod(course_root, os.stat(course_root).st_mode & 0o7700 | 0o711)
+    for name in sorted(os.listdir(course_root)):
+        path = os.path.join(course_root, name)
+        if name not in readable and not os.path.islink(path):
+            os.chmod(path, os.stat(path).st_mode & 0o7700)
+            private.append(path)
+    secret = os.path.join(course_root, "course_utils", "reference")
+    if os.path.isdir(secret):
+        os.chmod(secret, 0o700)
+        private.append(secret)
+    return private
+
+
+def top_names_holding(course_root, paths):
+    """The top-level names of course_root under which any of `paths` lies (say, the venv)."""
+    root = os.path.realpath(course_root) + os.sep
+    names = set()
+    for path in paths:
+        real = os.path.realpath(path)
+        if real.startswith(root):
+            names.add(real[len(root):].split(os.sep, 1)[0])
+    return names
 
 
 def _stream_hook():
@@ -175,12 +298,31 @@ def _no_grader_descriptors():
     os.closerange(3, 65536)
 
 
+def _launch_dropped(spec, connection_file, kernel_args):
+    """The kernel as the slot's uid, without namespaces: its connection file copied (root's is
+    mode 0600) into its own folder, its working folder that uid's."""
+    uid = int(spec["uid"])
+    with open(connection_file, "rb") as fh:
+        data = fh.read()
+    inside = os.path.join(spec["private_dir"], "kernel-connection.json")
+    fd = os.open(inside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o400)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.chown(inside, uid, uid)
+    os.chdir(spec["workdir"])
+    command = drop_command(spec, inside, kernel_args)
+    _die_with_parent()
+    os.execvp(command[0], command)
+
+
 def launch(argv):
     """Kernelspec entry point: `sandbox.py CONNECTION_FILE [kernel args...]`."""
     if len(argv) < 1:
         sys.exit("usage: sandbox.py CONNECTION_FILE [kernel args]")
     spec = json.loads(os.environ[ENV_VAR])
     _no_grader_descriptors()
+    if spec.get("mode") == "drop":
+        _launch_dropped(spec, argv[0], argv[1:])
     fd = os.open(argv[0], os.O_RDONLY)
     os.set_inheritable(fd, True)
     dirs, files = open_scratch(spec["scratch"]) if spec.get("scratch_bytes") else ([], [])

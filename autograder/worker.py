@@ -91,6 +91,21 @@ def _chown_tree(path, uid):
             os.chown(os.path.join(root, name), uid, uid)
 
 
+def _kernel_env(task, home, cases):
+    """The kernel's whole environment: its own home, the grading flag, one thread per library."""
+    return {
+        "HOME": home, "IPYTHONDIR": home + "/.ipython",
+        "JUPYTER_CONFIG_DIR": home + "/.jupyter", "JUPYTER_DATA_DIR": home + "/.local",
+        "JUPYTER_RUNTIME_DIR": home + "/.runtime", "MPLCONFIGDIR": home + "/.mpl",
+        "NBGRADER_EXECUTION": "autograde", "PATH": os.path.dirname(task["kernel_python"])
+        + ":/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+        "MALLOC_ARENA_MAX": "2", "TQDM_DISABLE": "1",
+        **({"COURSE_HIDDEN_CASES": cases} if task.get("cases_file") else {}),
+        "COURSE_STUDENT_ID": task["student"],  # the notebook shows this student's numbers
+    }
+
+
 def _sandbox_spec(task, scratch, workdir):
     limits = task["limits"]
     return {
@@ -111,18 +126,31 @@ def _sandbox_spec(task, scratch, workdir):
         "tmp_bytes": limits["tmp_bytes"],
         "scratch_bytes": limits.get("scratch_bytes", 256 * 2**20),
         "wall_seconds": limits["wall"],
-        "env": {
-            "HOME": "/tmp/home", "IPYTHONDIR": "/tmp/home/.ipython",
-            "JUPYTER_CONFIG_DIR": "/tmp/home/.jupyter", "JUPYTER_DATA_DIR": "/tmp/home/.local",
-            "JUPYTER_RUNTIME_DIR": "/tmp/home/.runtime", "MPLCONFIGDIR": "/tmp/home/.mpl",
-            "NBGRADER_EXECUTION": "autograde", "PATH": os.path.dirname(task["kernel_python"])
-            + ":/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
-            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-            "MALLOC_ARENA_MAX": "2", "TQDM_DISABLE": "1",
-            **({"COURSE_HIDDEN_CASES": CASES_INSIDE} if task.get("cases_file") else {}),
-            "COURSE_STUDENT_ID": task["student"],  # the notebook shows this student's numbers
-        },
+        "env": _kernel_env(task, "/tmp/home", CASES_INSIDE),
     }
+
+
+def _dropped_spec(task, scratch):
+    """The privilege drop's kernel (no namespaces): everything it may write lives in its slot's
+    own folder (socket_dir, mode 700, owned by its uid): the sockets, a copy of the submission
+    (its working folder), its home and temporary folder, and a copy of the hidden-test cases
+    (inputs only, as the sandbox mounts them). The course_utils on its path is the copy without
+    reference/; the real reference is unreadable to it (sandbox.harden_course)."""
+    private = task["socket_dir"]
+    workdir = os.path.join(private, "work")
+    shutil.copytree(scratch, workdir)
+    for sub in ("home", "tmp"):
+        os.makedirs(os.path.join(private, sub))
+    cases = os.path.join(private, "hidden-cases.pt")
+    if task.get("cases_file"):
+        shutil.copyfile(task["cases_file"], cases)
+    _chown_tree(private, task["uid"])
+    spec = _sandbox_spec(task, workdir, workdir)
+    spec.update(mode="drop", private_dir=private,
+                pythonpath=[os.path.dirname(task["kernel_package"])])
+    spec["env"] = dict(_kernel_env(task, os.path.join(private, "home"), cases),
+                       TMPDIR=os.path.join(private, "tmp"))
+    return spec
 
 
 def _locked_cells(nb):
@@ -236,9 +264,14 @@ def grade(task):
         os.makedirs(task["socket_dir"])
         os.chmod(task["socket_dir"], 0o700)
         os.chown(task["socket_dir"], task["uid"], task["uid"])
-        _chown_tree(scratch, task["uid"])
-        inside = "/home/student/" + assignment  # no host path of the course shows inside
-        os.environ[sandbox.ENV_VAR] = json.dumps(_sandbox_spec(task, scratch, inside))
+        if task.get("isolation") == "drop":
+            sandbox.kill_user(task["uid"])  # nothing of an earlier kernel may meet this one
+            spec = _dropped_spec(task, scratch)
+        else:
+            _chown_tree(scratch, task["uid"])
+            inside = "/home/student/" + assignment  # no host path of the course shows inside
+            spec = _sandbox_spec(task, scratch, inside)
+        os.environ[sandbox.ENV_VAR] = json.dumps(spec)
         # jupyter_client finds kernelspecs in $JUPYTER_PATH/kernels/<name>/kernel.json
         os.environ["JUPYTER_PATH"] = os.path.dirname(task["kernels_dir"])
     else:
@@ -253,7 +286,14 @@ def grade(task):
     log = io.StringIO()
     timing = {"setup": time.monotonic() - started}
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-        outcome = api.autograde(assignment, student, force=True, create=True)
+        try:
+            outcome = api.autograde(assignment, student, force=True, create=True)
+        finally:
+            if task.get("isolation") == "drop":
+                # Without a PID namespace, what the kernel started (a daemon, a process waiting
+                # to rewrite a result) outlives it: every process of its uid dies before any
+                # result is read or written.
+                sandbox.kill_user(task["uid"])
     timing["autograde"] = time.monotonic() - started - sum(timing.values())
     result = {"student": student, "assignment": assignment, "fingerprint": task["fingerprint"],
               "status": "graded", "cells": [], "problems": problems, "feedback": {}}

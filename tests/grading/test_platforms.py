@@ -30,7 +30,7 @@ GS_TOP = {"score", "execution_time", "output", "output_format", "test_output_for
 GS_TEST = {"score", "max_score", "status", "name", "name_format", "number", "output",
            "output_format", "tags", "visibility", "extra_data"}
 GS_VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
-PL_TOP = {"gradable", "score", "message", "output", "images", "tests"}
+PL_TOP = {"gradable", "score", "message", "output", "images", "tests", "format_errors"}
 PL_TEST = {"name", "description", "points", "max_points", "message", "output", "images"}
 
 
@@ -200,7 +200,9 @@ def test_an_upload_without_a_course_notebook_is_told_why(tmp_path):
 
 def test_a_grader_that_refuses_writes_no_gradescope_score(tmp_path):
     """A broken set-up must not record zeros: Gradescope gets no results.json (an autograder
-    failure; a stale file is removed), PrairieLearn a not-gradable result; exit status 2."""
+    failure; a stale file is removed) and exit status 2; PrairieLearn a not-gradable result with
+    its reason in format_errors and exit status 0 (it reads results.json only after a zero exit,
+    else its student sees "Unknown error")."""
     course = tmp_path / "course"
     shutil.copytree(H.FIXTURE, course / "solutions")
     folder = tmp_path / "upload"
@@ -210,10 +212,11 @@ def test_a_grader_that_refuses_writes_no_gradescope_score(tmp_path):
     assert gs.returncode == 2 and "unknown assignment 99_nope" in gs.stderr
     assert not (tmp_path / "gs.json").exists()
     pl = run("prairielearn", folder, tmp_path / "pl.json", course, "--assignment", "99_nope")
-    assert pl.returncode == 2
+    assert pl.returncode == 0 and "unknown assignment 99_nope" in pl.stderr
     data = json.loads((tmp_path / "pl.json").read_text())
     check_prairielearn(data)
     assert data["gradable"] is False and "99_nope" not in data["message"]
+    assert data["format_errors"] == [data["message"]]
 
 
 def test_the_notebook_is_found_by_its_released_name(tmp_path):
