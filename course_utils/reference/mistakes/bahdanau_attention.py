@@ -113,16 +113,18 @@ def _mask_with_real_and_pad(B, T, g):
 def attention_cases(seed):
     g = torch.Generator().manual_seed(seed)
 
-    def case(B, T, d, d_a, masked=False):
+    def case(B, T, d, d_a, masked=False, v_scale=2.0):
         query = torch.randn(B, d, generator=g, dtype=DT)
         keys = 2.0 * torch.randn(B, T, d, generator=g, dtype=DT)
         W1 = torch.randn(d_a, d, generator=g, dtype=DT) / math.sqrt(d)
         W2 = torch.randn(d_a, d, generator=g, dtype=DT) / math.sqrt(d)
-        v = 2.0 * torch.randn(d_a, generator=g, dtype=DT)
+        v = v_scale * torch.randn(d_a, generator=g, dtype=DT)
         kwargs = {"mask": _mask_with_real_and_pad(B, T, g)} if masked else {}
         return ((query, keys, W1, W2, v), kwargs)
 
-    return [case(3, 5, 4, 6), case(2, 7, 3, 5), case(4, 6, 5, 3, masked=True), case(3, 8, 4, 7, masked=True)]
+    # the last: a long v, scores in the thousands, where exp overflows without the maximum (issue 39)
+    return [case(3, 5, 4, 6), case(2, 7, 3, 5), case(4, 6, 5, 3, masked=True), case(3, 8, 4, 7, masked=True),
+            case(2, 5, 4, 6, masked=True, v_scale=1500.0)]
 
 
 def _attention_variant(swap=False, tanh=True, use_v=True, dim=-1, keep_axis=False, context_axis=1,
