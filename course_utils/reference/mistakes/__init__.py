@@ -77,11 +77,13 @@ def wrong_kind(got, expected, name):
 
 def _transposed_layout(value):
     """`value` with every tensor of 2 or more dimensions (the last two larger than 1) replaced by
-    the same values laid out as a transposed view (x.mT.contiguous().mT): equal, not contiguous.
+    the same values laid out with every axis reversed (column-major, as x.permute(reversed axes)
+    gives): equal, not contiguous, so that neither x.view(-1, d) nor a merge of leading axes works.
     torch.save keeps strides, so the layout reaches the student's sandbox. Returns (value, changed)."""
     if isinstance(value, torch.Tensor):
         if value.dim() >= 2 and value.shape[-1] > 1 and value.shape[-2] > 1 and value.is_contiguous():
-            out = value.detach().mT.contiguous().mT
+            order = tuple(reversed(range(value.dim())))  # every axis's stride grows left to right
+            out = value.detach().permute(order).contiguous().permute(order)
             return out.requires_grad_(True) if value.requires_grad else out, True
         return value, False
     if type(value) in (list, tuple):
@@ -91,6 +93,16 @@ def _transposed_layout(value):
         pairs = {k: _transposed_layout(v) for k, v in value.items()}
         return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
     return value, False
+
+
+def _most_axes(value):
+    if isinstance(value, torch.Tensor):
+        return value.dim()
+    if isinstance(value, (list, tuple)):
+        return max((_most_axes(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return max((_most_axes(v) for v in value.values()), default=0)
+    return 0
 
 
 _LAYOUT_KEYS = ("forward_args", "forward_kwargs", "query", "key", "value")  # module runners' inputs
@@ -244,10 +256,11 @@ class Exercise:
 
     def cases(self):
         cases = list(self.make_cases(self.seed))
-        if self.layouts:
-            extra = next((noncontiguous_case(c) for c in cases if noncontiguous_case(c) is not None), None)
-            if extra is not None:
-                cases.append(extra)
+        if self.layouts:  # the case with the most axes (the most layouts to get wrong), the first of those
+            laid_out = [(_most_axes(c), i, noncontiguous_case(c)) for i, c in enumerate(cases)]
+            laid_out = [(-axes, i, c) for axes, i, c in laid_out if c is not None]
+            if laid_out:
+                cases.append(min(laid_out, key=lambda t: t[:2])[2])
         return cases
 
     def _outputs(self, result):
