@@ -736,3 +736,19 @@ def multiplicative_view(query, keys, W=None):
 
 WRONG_ANSWERS["bahdanau_attention_additive_attention"].append(additive_softmax_without_max)
 WRONG_ANSWERS["bahdanau_attention_multiplicative_score"].append(multiplicative_view)
+
+
+def greedy_emits_before_checking(step, state, bos, eos, max_len):
+    """A do-while loop: one token is emitted before max_len is looked at, so max_len = 0 gives one."""
+    tokens, total, prev = [], 0.0, torch.tensor([bos])
+    while True:
+        log_probs, state = step(prev, state)
+        token = int(log_probs[0].argmax())
+        tokens.append(token)
+        total += float(log_probs[0, token])
+        if token == eos or len(tokens) >= max_len:
+            return tokens, total
+        prev = torch.tensor([token])
+
+
+WRONG_ANSWERS["bahdanau_attention_greedy_decode"].append(greedy_emits_before_checking)

@@ -263,6 +263,10 @@ def greedy_cases(seed):
     # bos = 0 or eos = 1 written in, instead of the arguments, fails: it gives [2, 3, 1], not [4, 3].
     step = probe.portable(seq2seq.ToyStep, vocab=7, bos=5, eos=3, eos_bias=0.5, seed=8)
     cases.append(((step, step.initial.clone(), 5, 3, 8), {}))
+    # The smallest sizes the prompt allows (issue 39, item 3): max_len = 0 emits nothing, 1 one token.
+    for i, max_len in enumerate((0, 1)):
+        step = probe.portable(seq2seq.ToyStep, vocab=6, eos=EOS_TOY, eos_bias=0.5, seed=seed + 20 + i)
+        cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len), {}))
     return cases
 
 
@@ -285,7 +289,7 @@ def _greedy_variant(stop=True, feed="prev", include_eos=True, total="sum"):
         elif total == "probability":
             value = math.exp(sum(logps))
         else:
-            value = logps[-1]
+            value = logps[-1] if logps else 0.0  # max_len = 0: nothing was chosen
         return tokens, value
     return compute
 
