@@ -395,9 +395,7 @@ class Exercise:
 
     def _judge(self, records, generic, spec):
         results = self._received(records, "outputs", spec["cases"], f"`{self.function_name}`")
-        problem = self.changed_default(records)
-        if problem:
-            raise GradingError(problem)
+        changed = self.changed_default(records)  # named when no catalogued mistake explains more
         for case, got in results:
             expected = self.run(self.reference, case)
             for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
@@ -410,10 +408,14 @@ class Exercise:
                 mistake = self.matching_mistake(results)
                 if mistake is not None:
                     raise GradingError(f"`{self.function_name}`: {mistake.message}")
+                if changed:
+                    raise GradingError(changed)
                 if not generic:
                     return None
                 raise GradingError(f"`{self.function_name}` gives a wrong answer on a hidden test "
                                    f"case{self.describe_case(case)}: {problem}")
+        if changed:
+            raise GradingError(changed)
         return None
 
     def changed_default(self, records):
