@@ -327,7 +327,11 @@ def describe_arguments(args, kwargs):
     """Arguments as a student reads them: arrays by their shape, the rest by their value."""
     def one(value):
         if hasattr(value, "shape"):
-            return f"shape {tuple(value.shape)}"
+            try:
+                laid_out = "" if value.is_contiguous() else " (not contiguous in memory, as a transposed view is)"
+            except Exception:  # noqa: BLE001 - NumPy arrays and odd objects: their shape says enough
+                laid_out = ""
+            return f"shape {tuple(value.shape)}{laid_out}"
         text = repr(value)
         # A model or an object prints pages, with memory addresses: its type says enough.
         if "\n" in text or " at 0x" in text or len(text) > 60:

@@ -574,7 +574,38 @@ def collect(spec, answer):
                    for case in spec["cases"]]
         grads = [_attempt(lambda case=case: encode(gradients(answer, case, spec, guarded=True)))
                  for case in spec.get("gradient_cases") or ()]
-    return {"grade_id": spec["grade_id"], "outputs": outputs, "gradients": grads}
+    return {"grade_id": spec["grade_id"], "outputs": outputs, "gradients": grads,
+            "defaults": signature_defaults(answer)}
+
+
+_PLAIN_DEFAULTS = (type(None), bool, int, float, str)
+
+
+def signature_defaults(answer):
+    """{"": {parameter: default}, "forward": {...}} of an answer's plain defaults (None, bool,
+    int, float, str), read from its signature (a class: its constructor's, and its forward's);
+    {} for a value or a signature that cannot be read. The grader compares them with the
+    reference's: a default the prompt states is part of the answer (issue 39, item 5)."""
+    if not callable(answer):
+        return {}
+    out = {}
+    targets = [("", answer)]
+    if isinstance(answer, type):
+        targets.append(("forward", getattr(answer, "forward", None)))
+    for key, target in targets:
+        try:
+            params = inspect.signature(target).parameters
+            found = {}
+            for name, param in params.items():
+                default = param.default
+                if default is inspect.Parameter.empty:
+                    found[str(name)] = "\x00required"
+                elif type(default) in _PLAIN_DEFAULTS:
+                    found[str(name)] = default
+            out[key] = found
+        except Exception:  # noqa: BLE001 - a signature the student's object will not give is no answer
+            continue
+    return out
 
 
 # --------------------------------------------------------------------------- grading session

@@ -60,6 +60,32 @@ def test_variants_have_distinct_answers_and_mistakes(grade_id):
 
 
 @pytest.mark.parametrize("grade_id", QUESTIONS)
+def test_a_number_two_mistakes_give_names_both(grade_id, monkeypatch):
+    """Issue 39, item 4: in every variant, catalogued mistakes give different numbers, or the
+    message an answer of that number gets covers every mistake that gives it."""
+    from course_utils.reference.mistakes import message_matches
+    exercise = _exercise(grade_id)
+    students = {}
+    for i in range(400):
+        students.setdefault(questions.variant_index(grade_id, f"s{i}"), f"s{i}")
+    for index, params in enumerate(questions.variants(grade_id)):
+        wrong = [(m, m.compute(**params) if callable(m.compute) else m.compute) for m in exercise.mistakes]
+        right = exercise.reference(**params)
+        if index == 0:  # no id: the example's numbers
+            monkeypatch.delenv("COURSE_STUDENT_ID", raising=False)
+        else:
+            monkeypatch.setenv("COURSE_STUDENT_ID", students[index])
+        for mistake, value in wrong:
+            sharing = [m for m, v in wrong if exercise.difference(float(value), float(v)) is None]
+            if len(sharing) == 1 or exercise.difference(float(value), float(right)) is None:
+                continue
+            with pytest.raises(GradingError) as error:
+                exercise.check(value)
+            for m in sharing:
+                assert message_matches(m.message, str(error.value)), (params, mistake.name, m.name, str(error.value))
+
+
+@pytest.mark.parametrize("grade_id", QUESTIONS)
 def test_no_id_gets_the_example(grade_id):
     assert questions.numbers(grade_id) == questions.variants(grade_id)[0]
 

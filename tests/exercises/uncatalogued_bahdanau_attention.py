@@ -712,3 +712,43 @@ def beam_eos_and_bos_written_in(step, state, bos, eos, max_len, beam_width):
 
 WRONG_ANSWERS["bahdanau_attention_greedy_decode"].append(greedy_eos_written_in)
 WRONG_ANSWERS["bahdanau_attention_beam_search"].append(beam_eos_and_bos_written_in)
+
+
+# --- issue 39: extreme values, non-contiguous inputs -------------------------------------------
+
+def additive_softmax_without_max(query, keys, W1, W2, v, mask=None):
+    """Right scores, but exp(scores) / sum without the maximum: a long v gives nan."""
+    scores = torch.tanh(keys @ W1.T + (query @ W2.T)[:, None, :]) @ v
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    e = torch.exp(scores)
+    weights = e / e.sum(dim=-1, keepdim=True)
+    return (weights[:, :, None] * keys).sum(dim=1), weights
+
+
+def multiplicative_view(query, keys, W=None):
+    """Right scores, with keys flattened by .view: crashes on keys that are a transposed view."""
+    B, T, d_h = keys.shape
+    flat = keys.view(B * T, d_h)
+    projected = flat if W is None else flat @ W.T
+    return (projected.view(B, T, -1) * query[:, None, :]).sum(-1)
+
+
+WRONG_ANSWERS["bahdanau_attention_additive_attention"].append(additive_softmax_without_max)
+WRONG_ANSWERS["bahdanau_attention_multiplicative_score"].append(multiplicative_view)
+
+
+def greedy_emits_before_checking(step, state, bos, eos, max_len):
+    """A do-while loop: one token is emitted before max_len is looked at, so max_len = 0 gives one."""
+    tokens, total, prev = [], 0.0, torch.tensor([bos])
+    while True:
+        log_probs, state = step(prev, state)
+        token = int(log_probs[0].argmax())
+        tokens.append(token)
+        total += float(log_probs[0, token])
+        if token == eos or len(tokens) >= max_len:
+            return tokens, total
+        prev = torch.tensor([token])
+
+
+WRONG_ANSWERS["bahdanau_attention_greedy_decode"].append(greedy_emits_before_checking)

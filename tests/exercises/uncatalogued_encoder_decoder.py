@@ -728,3 +728,18 @@ ACCEPTED = [
     ('encoder_decoder_teacher_forcing', tf_float32),
     ('encoder_decoder_cross_weights', np.int64(8 * 4 * 11 * 29)),
 ]
+
+
+# --- issue 39: extreme values -----------------------------------------------------------------
+
+def cross_softmax_without_max(x, memory, W_q, W_k, W_v, src_mask=None):
+    """Right cross-attention, but exp(scores) / sum without the maximum: large scores give nan."""
+    q, k, v = x @ W_q, memory @ W_k, memory @ W_v
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if src_mask is not None:
+        scores = scores.masked_fill(~src_mask[:, None, :], float("-inf"))
+    e = torch.exp(scores)
+    return (e / e.sum(dim=-1, keepdim=True)) @ v
+
+
+WRONG_ANSWERS["encoder_decoder_cross_attention"].append(cross_softmax_without_max)

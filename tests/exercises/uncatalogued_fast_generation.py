@@ -659,3 +659,41 @@ ACCEPTED = [
     # catalogue); it holds the byte count exactly (int64), and int32 overflow is caught above.
     ('fast_generation_cache_bytes', kvb_numpy_int),
 ]
+
+
+# --- issue 39: extreme values and changed defaults ------------------------------------------
+
+def tp_softmax_without_max(logits, p):
+    """Right nucleus, but softmax as exp(x) / sum exp(x): logits of 100 in float32 give nan."""
+    e = torch.exp(logits)
+    probs = e / e.sum(dim=-1, keepdim=True)
+    sorted_probs, order = torch.sort(probs, dim=-1, descending=True, stable=True)
+    cumulative = sorted_probs.cumsum(-1)
+    remove = torch.zeros_like(cumulative, dtype=torch.bool)
+    remove[..., 1:] = cumulative[..., :-1] >= p
+    remove = remove.scatter(-1, order, remove)
+    kept = probs.masked_fill(remove, 0.0)
+    return kept / kept.sum(dim=-1, keepdim=True)
+
+
+def tk_softmax_without_max(logits, k, temperature=1.0):
+    """Right top-k, but exp(logits / temperature) without the maximum subtracted."""
+    scaled = logits if temperature == 0 else logits / temperature
+    k = 1 if temperature == 0 else min(k, logits.shape[-1])
+    order = torch.sort(scaled, dim=-1, descending=True, stable=True).indices
+    keep = torch.zeros_like(scaled, dtype=torch.bool).scatter(-1, order[..., :k], True)
+    e = torch.exp(scaled).masked_fill(~keep, 0.0)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def tk_default_temperature(logits, k, temperature=0.7):
+    """A right top-k whose signature changed the default temperature."""
+    scaled = logits if temperature == 0 else logits / temperature
+    k = 1 if temperature == 0 else min(k, logits.shape[-1])
+    order = torch.sort(scaled, dim=-1, descending=True, stable=True).indices
+    keep = torch.zeros_like(scaled, dtype=torch.bool).scatter(-1, order[..., :k], True)
+    return torch.softmax(scaled.masked_fill(~keep, float("-inf")), dim=-1)
+
+
+WRONG_ANSWERS["fast_generation_top_p"].append(tp_softmax_without_max)
+WRONG_ANSWERS["fast_generation_top_k"] += [tk_softmax_without_max, tk_default_temperature]

@@ -460,3 +460,20 @@ ACCEPTED = [
     ('long_context_blocked_attention', ba_float64_out),
     ('long_context_rope', rope_float64_out),
 ]
+
+
+# --- issue 39: non-contiguous inputs -------------------------------------------------------------
+
+def rope_flatten_with_view(x, positions=None):
+    """Right rotation, computed on x.view(-1, T, d): crashes when x is a transposed view."""
+    *lead, T, d = x.shape
+    flat = x.view(-1, T, d).to(torch.float64)
+    pos = torch.arange(T) if positions is None else positions
+    angles = pos.to(torch.float64)[:, None] * 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    even, odd = flat[..., 0::2], flat[..., 1::2]
+    out = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).reshape(flat.shape)
+    return out.reshape(x.shape).to(x.dtype)
+
+
+WRONG_ANSWERS["long_context_rope"].append(rope_flatten_with_view)

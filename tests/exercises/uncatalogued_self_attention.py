@@ -648,3 +648,30 @@ HOLES = {
 # Tried as a wrong answer, but it is right: softmax over the key axis of K Q^T, transposed, is
 # softmax(Q K^T) row by row. It passes, as it should.
 NOT_WRONG_AFTER_ALL = {"self_attention_attention_numpy": [attention_keys_first]}
+
+
+# --- issue 39: extreme values, sizes past 2^63 ------------------------------------------------
+
+def sdpa_softmax_without_max(q, k, v, mask=None):
+    """Right attention, but exp(scores) / sum without the maximum: scores in the thousands give nan."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    e = torch.exp(scores)
+    weights = e / e.sum(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
+def flops_numpy_int64(n, d, projections=True):
+    """The right formula in NumPy int64: wraps around past 2^63."""
+    n, d = np.int64(n), np.int64(d)
+    return int(2 * (2 * n * n * d + (4 * n * d * d if projections else 0)))
+
+
+def flops_default_no_projections(n, d, projections=False):
+    """The right formula, with the default of `projections` changed."""
+    return 2 * (2 * n * n * d + (4 * n * d * d if projections else 0))
+
+
+WRONG_ANSWERS["self_attention_sdpa_torch"].append(sdpa_softmax_without_max)
+WRONG_ANSWERS["self_attention_flops"] += [flops_numpy_int64, flops_default_no_projections]

@@ -75,6 +75,60 @@ def wrong_kind(got, expected, name):
     return f"{name} should be {want}, but it is {shown}."
 
 
+def _transposed_layout(value):
+    """`value` with every tensor of 2 or more dimensions (the last two larger than 1) replaced by
+    the same values laid out with every axis reversed (column-major, as x.permute(reversed axes)
+    gives): equal, not contiguous, so that neither x.view(-1, d) nor a merge of leading axes works.
+    torch.save keeps strides, so the layout reaches the student's sandbox. Returns (value, changed)."""
+    if isinstance(value, torch.Tensor):
+        if value.dim() >= 2 and value.shape[-1] > 1 and value.shape[-2] > 1 and value.is_contiguous():
+            order = tuple(reversed(range(value.dim())))  # every axis's stride grows left to right
+            out = value.detach().permute(order).contiguous().permute(order)
+            return out.requires_grad_(True) if value.requires_grad else out, True
+        return value, False
+    if type(value) in (list, tuple):
+        pairs = [_transposed_layout(v) for v in value]
+        return type(value)(v for v, _ in pairs), any(c for _, c in pairs)
+    if type(value) is dict:
+        pairs = {k: _transposed_layout(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
+    return value, False
+
+
+def _most_axes(value):
+    if isinstance(value, torch.Tensor):
+        return value.dim()
+    if isinstance(value, (list, tuple)):
+        return max((_most_axes(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return max((_most_axes(v) for v in value.values()), default=0)
+    return 0
+
+
+_LAYOUT_KEYS = ("forward_args", "forward_kwargs", "query", "key", "value")  # module runners' inputs
+
+
+def noncontiguous_case(case):
+    """The case with its input tensors laid out non-contiguously (same values), or None when it
+    has none to lay out so. A function's case is (args, kwargs); a module's, a dict whose inputs
+    are under `_LAYOUT_KEYS` (weights are copied in, their layout does not reach the answer)."""
+    if isinstance(case, dict):
+        changed, out = False, dict(case)
+        for key in _LAYOUT_KEYS:
+            if key in case:
+                out[key], c = _transposed_layout(case[key])
+                changed = changed or c
+        return out if changed else None
+    if isinstance(case, (tuple, list)) and len(case) == 2 and isinstance(case[1], dict):
+        args, c1 = _transposed_layout(tuple(case[0]))
+        kwargs, c2 = _transposed_layout(dict(case[1]))
+        return (args, kwargs) if (c1 or c2) else None
+    return None
+
+
+REQUIRED = "\x00required"  # probe.signature_defaults' mark of a parameter without a default
+
+
 @dataclasses.dataclass(frozen=True)
 class Mistake:
     """A common wrong answer: `compute` has the exercise's signature and returns the wrong result."""
@@ -190,6 +244,10 @@ class Exercise:
     earlier: Sequence[str] = ()
     # Separable parts, each worth a share of the points (see `Part`); () = all or nothing.
     parts: Sequence[Part] = ()
+    # Whether the cases end with a copy of the first one whose tensors (of 2 or more dimensions)
+    # are laid out non-contiguously, the same values in transposed memory (`noncontiguous_case`):
+    # a prompt's tensors may be views (x.transpose(...), q.mT), so `.view` must not crash on them.
+    layouts: bool = True
 
     @property
     def seed(self):
@@ -197,7 +255,13 @@ class Exercise:
         return zlib.crc32(self.grade_id.encode())
 
     def cases(self):
-        return self.make_cases(self.seed)
+        cases = list(self.make_cases(self.seed))
+        if self.layouts:  # the case with the most axes (the most layouts to get wrong), the first of those
+            laid_out = [(_most_axes(c), i, noncontiguous_case(c)) for i, c in enumerate(cases)]
+            laid_out = [(-axes, i, c) for axes, i, c in laid_out if c is not None]
+            if laid_out:
+                cases.append(min(laid_out, key=lambda t: t[:2])[2])
+        return cases
 
     def _outputs(self, result):
         if len(self.output_names) == 1:
@@ -331,6 +395,7 @@ class Exercise:
 
     def _judge(self, records, generic, spec):
         results = self._received(records, "outputs", spec["cases"], f"`{self.function_name}`")
+        changed = self.changed_default(records)  # named when no catalogued mistake explains more
         for case, got in results:
             expected = self.run(self.reference, case)
             for name, g, e in zip(self.output_names, self._outputs(got), self._outputs(expected)):
@@ -343,10 +408,42 @@ class Exercise:
                 mistake = self.matching_mistake(results)
                 if mistake is not None:
                     raise GradingError(f"`{self.function_name}`: {mistake.message}")
+                if changed:
+                    raise GradingError(changed)
                 if not generic:
                     return None
                 raise GradingError(f"`{self.function_name}` gives a wrong answer on a hidden test "
                                    f"case{self.describe_case(case)}: {problem}")
+        if changed:
+            raise GradingError(changed)
+        return None
+
+    def changed_default(self, records):
+        """A sentence when the answer's signature gives a parameter another default than the
+        prompt's (the reference's), else None: `causal=False` for `causal=True`, `eps=1e-5` for
+        1e-6. Calls that leave the argument out (a later cell's, a student's) get the wrong one,
+        so this is named whatever the hidden cases pass (issue 39, item 5)."""
+        theirs = records.get("defaults") if isinstance(records, dict) else None
+        if not isinstance(theirs, dict) or self.runner == "value":
+            return None
+        ours = probe.signature_defaults(self.reference)
+        for key, expected in ours.items():
+            got = theirs.get(key)
+            if not isinstance(got, dict):
+                continue
+            where = f"`{self.function_name}{'.' + key if key else ''}`"
+            for name, default in expected.items():
+                if default == REQUIRED or name not in got:
+                    continue
+                have = got[name]
+                if have == REQUIRED:
+                    return (f"{where}: your `{name}` has no default; the prompt's signature gives "
+                            f"{name}={default!r} (keep the signature as given).")
+                same = (have == default and type(have) is type(default)) or (
+                    type(have) in (int, float) and type(default) in (int, float) and float(have) == float(default))
+                if not same:
+                    return (f"{where}: your default for {name} is {have!r}; the prompt says "
+                            f"{name}={default!r} (a call without {name} must use it: keep the signature as given).")
         return None
 
     def partial_credit(self, error, records, spec):
@@ -400,6 +497,13 @@ class Exercise:
 
     def diagnose(self, student_fn):
         return self.check(student_fn, generic=False)
+
+
+def combined_message(mistakes):
+    """One message for a number that several catalogued mistakes give: each one's sentence, in
+    order, so whichever the student made is named."""
+    head, *rest = [m.message for m in mistakes]
+    return head + "".join(f" The same number also comes from another mistake: {m}" for m in rest)
 
 
 # The words of a think-first answer that is right for other numbers than the student's (the class
@@ -473,6 +577,20 @@ class ValueExercise(Exercise):
 
     def matching_mistake_message(self, message):
         return any(m.message and m.message in message for m in self.mistakes)
+
+    def matching_mistake(self, results, mistakes=None):
+        """The catalogued mistake whose number the student's equals; when several give that same
+        number (float16 counted as 1 byte halves the cache exactly as counting the keys only
+        does), one mistake whose message names each of them, so the student is not told the
+        wrong one alone (issue 39, item 4)."""
+        candidates = list(self.mistakes if mistakes is None else mistakes)
+        first = super().matching_mistake(results, candidates)
+        if first is None:
+            return None
+        same = [m for m in candidates if m is not first and super(ValueExercise, self).matching_mistake(results, [m])]
+        if not same:
+            return first
+        return Mistake(first.name, combined_message([first, *same]), first.compute)
 
     def _other_variant(self, records, spec):
         """The sentence for an answer that is right for another variant's numbers, or None."""

@@ -113,16 +113,18 @@ def _mask_with_real_and_pad(B, T, g):
 def attention_cases(seed):
     g = torch.Generator().manual_seed(seed)
 
-    def case(B, T, d, d_a, masked=False):
+    def case(B, T, d, d_a, masked=False, v_scale=2.0):
         query = torch.randn(B, d, generator=g, dtype=DT)
         keys = 2.0 * torch.randn(B, T, d, generator=g, dtype=DT)
         W1 = torch.randn(d_a, d, generator=g, dtype=DT) / math.sqrt(d)
         W2 = torch.randn(d_a, d, generator=g, dtype=DT) / math.sqrt(d)
-        v = 2.0 * torch.randn(d_a, generator=g, dtype=DT)
+        v = v_scale * torch.randn(d_a, generator=g, dtype=DT)
         kwargs = {"mask": _mask_with_real_and_pad(B, T, g)} if masked else {}
         return ((query, keys, W1, W2, v), kwargs)
 
-    return [case(3, 5, 4, 6), case(2, 7, 3, 5), case(4, 6, 5, 3, masked=True), case(3, 8, 4, 7, masked=True)]
+    # the last: a long v, scores in the thousands, where exp overflows without the maximum (issue 39)
+    return [case(3, 5, 4, 6), case(2, 7, 3, 5), case(4, 6, 5, 3, masked=True), case(3, 8, 4, 7, masked=True),
+            case(2, 5, 4, 6, masked=True, v_scale=1500.0)]
 
 
 def _attention_variant(swap=False, tanh=True, use_v=True, dim=-1, keep_axis=False, context_axis=1,
@@ -261,6 +263,10 @@ def greedy_cases(seed):
     # bos = 0 or eos = 1 written in, instead of the arguments, fails: it gives [2, 3, 1], not [4, 3].
     step = probe.portable(seq2seq.ToyStep, vocab=7, bos=5, eos=3, eos_bias=0.5, seed=8)
     cases.append(((step, step.initial.clone(), 5, 3, 8), {}))
+    # The smallest sizes the prompt allows (issue 39, item 3): max_len = 0 emits nothing, 1 one token.
+    for i, max_len in enumerate((0, 1)):
+        step = probe.portable(seq2seq.ToyStep, vocab=6, eos=EOS_TOY, eos_bias=0.5, seed=seed + 20 + i)
+        cases.append(((step, step.initial.clone(), 0, EOS_TOY, max_len), {}))
     return cases
 
 
@@ -283,7 +289,7 @@ def _greedy_variant(stop=True, feed="prev", include_eos=True, total="sum"):
         elif total == "probability":
             value = math.exp(sum(logps))
         else:
-            value = logps[-1]
+            value = logps[-1] if logps else 0.0  # max_len = 0: nothing was chosen
         return tokens, value
     return compute
 

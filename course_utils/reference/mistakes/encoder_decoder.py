@@ -114,6 +114,8 @@ def cross_attention_cases(seed):
         very_negative_case(),
         # float32 inputs: a float32 or a float64 result is accepted (the dtype policy)
         case(3, 5, 5, 6, 4, 3, lengths=[5, 3, 2], dtype=torch.float32),
+        # scores in the thousands: exp overflows without the maximum (issue 39, item 1)
+        case(2, 4, 4, 6, 4, 3, lengths=[4, 2], scale=60.0),
     ]
 
 

@@ -363,7 +363,23 @@ def top_k_cases(seed):
         # particular order on the CPU (fewer happen to come out in index order), so only a row this
         # long shows an unstable sort; the first 3 indices are kept.
         ((torch.zeros(2, 20, dtype=d), 3), {"temperature": 0.5}),
+    ] + _extreme_logit_cases(g, lambda logits: (3,), {"temperature": 0.5}) + [
+        ((torch.randn(3, 1, generator=g, dtype=d), 1), {}),                  # a one-token vocabulary
+        ((2.0 * torch.randn(2, 6, generator=g, dtype=d), 6), {"temperature": 1e-3}),  # k = V, temperature near 0
     ]
+
+
+def _extreme_logit_cases(g, extra_args, kwargs):
+    """Logits where exp overflows unless the maximum is subtracted first (issue 39, item 1):
+    float64 near 1000 (exp(710) is inf) and float32 near 100 (exp(89) is inf in float32, and
+    logits come out of the course's models in float32). Distinct multiples of 0.5, so that float32
+    holds them exactly and no two tie."""
+    out = []
+    for level, dtype in ((1000.0, torch.float64), (100.0, torch.float32)):
+        steps = torch.stack([torch.randperm(8, generator=g) for _ in range(2)]).to(torch.float64)
+        logits = (level + 0.5 * steps).to(dtype)
+        out.append(((logits, *extra_args(logits)), dict(kwargs)))
+    return out
 
 
 TOP_K_MISTAKES = (
@@ -478,6 +494,9 @@ def top_p_cases(seed):
         # without stable=True orders 17 or more equal values in no particular order on the CPU (up
         # to 16 happen to come out in index order), so only a row this long shows an unstable sort.
         ((torch.zeros(2, 32, dtype=d), 0.2), {}),
+    ] + _extreme_logit_cases(g, lambda logits: (0.9,), {}) + [
+        ((torch.randn(3, 1, generator=g, dtype=d), 0.5), {}),                # a one-token vocabulary
+        ((2.0 * torch.randn(2, 6, generator=g, dtype=d), 1e-9), {}),         # the smallest p: one token
     ]
 
 

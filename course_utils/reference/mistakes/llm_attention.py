@@ -46,7 +46,7 @@ __all__ = ["EXERCISES", "HIDDEN_ONLY", "check", "diagnose"]
 # the number itself is the question. (The notebook's visible tests must fail every other mistake;
 # extend this set, with a reason, for any they cannot see.)
 HIDDEN_ONLY = {"guess_no_k_and_v", "guess_query_heads", "guess_float32", "guess_gb", "guess_mib",
-               "guess_one_layer"}
+               "guess_one_layer", "guess_one_byte", "guess_causal_half"}
 
 DT = torch.float64
 
@@ -619,6 +619,10 @@ CACHE_GUESS = think_first(
                 lambda **n: _guess(n, unit=1e9)),
         Mistake("guess_mib", "that is in MiB: the question asks for GiB (1 GiB = 1024 MiB).",
                 lambda **n: _guess(n, unit=2**20)),
+        Mistake("guess_one_byte", "that counts 1 byte a number; float16 takes 2 (16 bits).",
+                lambda **n: _guess(n, nbytes=1)),
+        Mistake("guess_causal_half", "that halves the cache for the causal mask: the mask hides scores, "
+                "not cache entries; every token's key and value are kept.", lambda **n: _guess(n) / 2),
         Mistake("guess_one_layer", "that is one layer's cache: every one of the {layers} layers keeps its own keys "
                 "and values.", lambda **n: _guess(n, layers=1)),
     ),

@@ -336,7 +336,16 @@ def sdpa_cases(seed):
         (qkv((2, 3), 4, 6, 5, 7), {"mask": _mask_with_both((2, 3, 4, 6), g)}),
         (_far_below_minus_1e4(g), {"mask": _mask_with_both((2, 1, 5), g)}),
         (_zero_query(qkv((2,), 3, 5, 4, 6)), {"mask": _mask_with_both((2, 3, 5), g)}),
+        # Scores in the thousands, whole numbers (exact in float32): exp overflows without the
+        # maximum subtracted (issue 39, item 1).
+        (_huge_scores(g), {}),
     ]
+
+
+def _huge_scores(g):
+    q = 20.0 * torch.randint(-5, 6, (2, 3, 4), generator=g).to(torch.float64)
+    k = 20.0 * torch.randint(-5, 6, (2, 5, 4), generator=g).to(torch.float64)
+    return q, k, torch.randn(2, 5, 3, generator=g, dtype=torch.float64)
 
 
 def _zero_query(qkv):
@@ -532,7 +541,10 @@ def flops_cases(seed):
             ((n, d), {}), ((1000, 1000), {}), ((2, 11), {"projections": False}),
             # a count beyond 2^53: exact in Python ints, rounded by a formula computed in floats
             # (math.pow, ** 2.0, n * n * 1.0) and cast back with int()
-            ((10**8 + 1, 7), {})]
+            ((10**8 + 1, 7), {}),
+            # beyond 2^63 (4 n^2 d = 4e22): a NumPy int64 product wraps around to a wrong number
+            # (issue 39, item 3); Python ints do not
+            ((10**10 + 3, 64), {})]
 
 
 def _flops_variant(factor=2, products=2, projection_count=4, swap=False, count_projections="as asked"):
