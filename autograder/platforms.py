@@ -172,7 +172,7 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
             course_root=course_root, gradebook=os.path.join(root, "gradebook.db"),
             assignments=[chosen], jobs=1, timeout=timeout, wall=wall,
             memory_bytes=int(memory_gib * 2**30), unsafe_no_sandbox=unsafe_no_sandbox,
-            container_fallback=fallback, progress=False)
+            container_fallback=fallback, in_process=True, progress=False)
         job = OneSubmission(opts, cache=_cache_root(course_root))
         results = job.run()
         result = results.get((student, chosen))
@@ -515,7 +515,7 @@ def main(args):
                            unsafe_no_sandbox=args.unsafe_no_sandbox, timeout=args.timeout,
                            wall=args.wall, memory_gib=args.memory, student=args.student)
         if graded.get("isolation") == "drop":
-            sandbox.kill_user(sandbox.UID_BASE + 1)  # nothing of the student's runs past here
+            sandbox.kill_user(sandbox.slot_uid(1, "drop"))  # nothing of the student's runs past here
     except (batch.GradingRefused, ValueError, OSError, RuntimeError) as exc:
         return _refusal(args.platform, out, exc)
     except KeyboardInterrupt:

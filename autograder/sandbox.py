@@ -47,6 +47,14 @@ import time
 ENV_VAR = "AUTOGRADER_SANDBOX"
 CONNECTION_FILE_INSIDE = "/tmp/.kernel-connection.json"
 UID_BASE = 60000
+# The privilege drop's uids: a range of their own, because `kill_user` kills every process of a
+# uid, and must never reach a bubblewrap kernel of another grader on the same machine.
+DROP_UID_BASE = 61000
+
+
+def slot_uid(slot, isolation="bwrap"):
+    """The uid of a grading slot's kernel (slots count from 1)."""
+    return (DROP_UID_BASE if isolation == "drop" else UID_BASE) + slot
 
 
 def _ancestors(path):
@@ -167,10 +175,10 @@ def why_no_drop(python=sys.executable):
             return f"the '{tool}' program is not installed (util-linux / coreutils)"
     if os.geteuid() != 0:
         return "the grader must run as root to run student code as an unprivileged user"
-    probe = subprocess.run(["setpriv", f"--reuid={UID_BASE}", f"--regid={UID_BASE}", "--clear-groups",
+    probe = subprocess.run(["setpriv", f"--reuid={DROP_UID_BASE}", f"--regid={DROP_UID_BASE}", "--clear-groups",
                             "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--", "id", "-u"],
                            capture_output=True, text=True, timeout=30)
-    if probe.returncode != 0 or probe.stdout.strip() != str(UID_BASE):
+    if probe.returncode != 0 or probe.stdout.strip() != str(DROP_UID_BASE):
         return "setpriv cannot drop to an unprivileged user here: " + (probe.stderr.strip() or "unknown error")
     return None
 

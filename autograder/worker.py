@@ -101,6 +101,9 @@ def _kernel_env(task, home, cases):
         + ":/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
         "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
         "MALLOC_ARENA_MAX": "2", "TQDM_DISABLE": "1",
+        # Large buffers always from mmap and handed back when freed (glibc otherwise raises the
+        # threshold after the first big free and keeps what is freed): a smaller peak.
+        "MALLOC_MMAP_THRESHOLD_": "1048576",
         **({"COURSE_HIDDEN_CASES": cases} if task.get("cases_file") else {}),
         "COURSE_STUDENT_ID": task["student"],  # the notebook shows this student's numbers
     }

@@ -26,7 +26,7 @@ A, NB = "00_fixture", "fixture.ipynb"
 # Docker's default capabilities: no CAP_SYS_ADMIN, so no namespaces for bubblewrap.
 DOCKER_CAPS = ("-all,+chown,+dac_override,+fowner,+fsetid,+kill,+setgid,+setuid,+setpcap,"
                "+net_bind_service,+net_raw,+sys_chroot,+mknod,+audit_write,+setfcap")
-UID = 60001  # sandbox.UID_BASE + 1: the first (only) grading slot
+UID = 61001  # sandbox.slot_uid(1, "drop"): the first (only) grading slot of the privilege drop
 
 READ_PROBES = '''
 import os, pathlib
