@@ -21,14 +21,20 @@ a causal mask is aligned to the end and one new query sees every cached key.
 * `attention_backward(q, k, v, out, lse, grad_out, causal=False)`: (dq, dk, dv) by hand.
 * `rms_norm(x, weight, eps=1e-6)` and `swiglu(x, w_gate, w_up, w_down)`.
 * `kv_cache_gib(...)`: the think-first question's number (a Mistral-7B-like cache, 4 GiB).
+* `BlockedAttention.apply(q, k, v, is_causal)`: attention as FlashAttention-2 schedules it, on
+  the CPU: the blocked loop of `course_utils.widgets.llm_attention` (online-softmax forward that
+  saves out and lse, backward over block pairs) with the reference's per-block formulas, D
+  computed once. The notebook runs the same loop with the student's attention_backward.
 """
 import math
 
 import torch
 
+from course_utils.widgets import llm_attention as _blocked
+
 __all__ = ["grouped_query_attention", "sliding_window_mask", "rolling_cache_append",
            "attention_forward_with_lse", "attention_backward", "rms_norm", "swiglu",
-           "kv_cache_gib", "CACHE_QUESTION", "OutAndLseAttention"]
+           "kv_cache_gib", "CACHE_QUESTION", "OutAndLseAttention", "BlockedAttention"]
 
 
 def _end_aligned_causal(T_q, T_k):
@@ -163,3 +169,22 @@ class OutAndLseAttention(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         return attention_backward(*ctx.saved_tensors, grad_out)
+
+
+def _block_backward_from_D(q, k, v, D, lse, grad_out, causal=False):
+    """One (query block, key block) pair's share of (dq, dk, dv), as in `attention_backward`, with
+    the query rows' D = rowsum(dO * O), shape (..., T_q, 1), given: FlashAttention-2 computes it
+    once before the loop over blocks instead of once per block."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-2, -1) * scale
+    if causal:
+        scores = scores.masked_fill(~_end_aligned_causal(q.shape[-2], k.shape[-2]), float("-inf"))
+    p = torch.exp(scores - lse[..., None])
+    ds = p * (grad_out @ v.transpose(-2, -1) - D)
+    return ds @ k * scale, ds.transpose(-2, -1) @ q * scale, p.transpose(-2, -1) @ grad_out
+
+
+# apply(q, k, v, is_causal): q, k, v (B, h, T, d), any T; blocks of 128 queries and keys.
+BlockedAttention = _blocked.blocked_attention_function(_block_backward_from_D, rowsum_first=True)
+BlockedAttention.__doc__ = ("Attention in blocks, forward and backward, as FlashAttention-2 schedules it (on the "
+                            "CPU): apply(q, k, v, is_causal=False); saves q, k, v, out and lse only.")

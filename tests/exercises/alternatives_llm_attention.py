@@ -95,8 +95,8 @@ def rolling_narrow(cache_k, cache_v, k_new, v_new, window):
 
 
 # ---------------------------------------------------------------- attention_backward
-def backward_einsum_D_from_P(q, k, v, out, lse, grad_out, causal=False):
-    """einsum throughout; D as rowsum(P * dP), which equals rowsum(dO * O)."""
+def backward_einsum_D_from_out(q, k, v, out, lse, grad_out, causal=False):
+    """einsum throughout; D as an einsum of dO and O (the same rowsum(dO * O), another form)."""
     d = q.shape[-1]
     s = torch.einsum("bhid,bhjd->bhij", q, k) / math.sqrt(d)
     if causal:
@@ -106,14 +106,15 @@ def backward_einsum_D_from_P(q, k, v, out, lse, grad_out, causal=False):
     p = torch.exp(s - lse.unsqueeze(-1))
     dv = torch.einsum("bhij,bhid->bhjd", p, grad_out)
     dp = torch.einsum("bhid,bhjd->bhij", grad_out, v)
-    ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+    D = torch.einsum("bhid,bhid->bhi", grad_out, out)
+    ds = p * (dp - D.unsqueeze(-1))
     return (torch.einsum("bhij,bhjd->bhid", ds, k) / math.sqrt(d),
             torch.einsum("bhij,bhid->bhjd", ds, q) / math.sqrt(d), dv)
 
 
 def backward_row_by_row(q, k, v, out, lse, grad_out, causal=False):
     """One query row at a time, accumulating into dk and dv (how a kernel's loop is written);
-    the row's Jacobian of the softmax applied as diag(p) - p p^T."""
+    the row's D as a dot product of dO_i and O_i."""
     d = q.shape[-1]
     c = 1.0 / math.sqrt(d)
     dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
@@ -124,24 +125,24 @@ def backward_row_by_row(q, k, v, out, lse, grad_out, causal=False):
         p = torch.exp(s - lse[..., i, None])
         dv[..., :last, :] += p[..., :, None] * grad_out[..., i, None, :]
         dp = (v[..., :last, :] @ grad_out[..., i, :, None]).squeeze(-1)
-        jacobian = torch.diag_embed(p) - p[..., :, None] * p[..., None, :]
-        ds = (jacobian @ dp[..., :, None]).squeeze(-1)
+        D = (grad_out[..., i, None, :] @ out[..., i, :, None]).squeeze(-1)  # (B, h, 1)
+        ds = p * (dp - D)
         dq[..., i, :] = (ds[..., None, :] @ k[..., :last, :]).squeeze(-2) * c
         dk[..., :last, :] += ds[..., :, None] * q[..., i, None, :] * c
     return dq, dk, dv
 
 
-def backward_softmax_recomputed(q, k, v, out, lse, grad_out, causal=False):
-    """Ignores lse and out: P by a fresh softmax, D = rowsum(P * dP). Slower in a kernel, but the
-    same gradients; the values cannot tell it apart (the hidden cases' out and lse are what the
-    forward saves), so it passes."""
+def backward_lse_as_a_divisor(q, k, v, out, lse, grad_out, causal=False):
+    """Reads lse in another form: P = exp(S - m) / exp(lse - m) with m the row maximum (the
+    division by the saved sum, never a softmax's own), and D from out by torch.linalg.vecdot."""
     c = 1 / math.sqrt(q.shape[-1])
     s = q @ k.transpose(-2, -1) * c
     if causal:
         s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -math.inf)
-    p = torch.softmax(s, -1)
+    m = s.amax(-1, keepdim=True)
+    p = torch.exp(s - m) / torch.exp(lse[..., None] - m)
     dp = grad_out @ v.transpose(-2, -1)
-    ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+    ds = p * (dp - torch.linalg.vecdot(grad_out, out)[..., None])
     return ds @ k * c, ds.transpose(-2, -1) @ q * c, p.transpose(-2, -1) @ grad_out
 
 
@@ -177,7 +178,7 @@ ALTERNATIVES = {
     "llm_attention_sliding_window_mask": [window_from_difference, window_two_triangles],
     "llm_attention_rolling_cache": [rolling_negative_slice, rolling_narrow],
     "llm_attention_cache_guess": [4, 4.0, 2**32 / 2**30, 2 * 32 * 8 * 128 * 2 * 32768 / 1024**3, 4.005],
-    "llm_attention_backward": [backward_einsum_D_from_P, backward_row_by_row, backward_softmax_recomputed],
+    "llm_attention_backward": [backward_einsum_D_from_out, backward_row_by_row, backward_lse_as_a_divisor],
     "llm_attention_rms_norm": [rms_norm_rsqrt, rms_norm_from_vector_norm],
     "llm_attention_swiglu": [swiglu_functional, swiglu_fused_einsum],
 }

@@ -190,6 +190,91 @@ def test_backward_equals_autograd(T, d, causal, seed):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
+# --------------------------------------------------------------------------- blocked attention
+# The Function of section 4b: course_utils.widgets.llm_attention's blocked loop (online-softmax
+# forward, backward over block pairs), with the reference's per-block formulas (D once:
+# ref.BlockedAttention) or with attention_backward itself per block (what the notebook runs
+# with the student's function).
+from course_utils.widgets import llm_attention as demo  # noqa: E402
+
+BLOCKED = {"reference, D once": ref.BlockedAttention,
+           "attention_backward per block, blocks of 4": demo.blocked_attention_function(ref.attention_backward, 4),
+           "reference, blocks of 3": demo.blocked_attention_function(ref._block_backward_from_D, 3,
+                                                                     rowsum_first=True)}
+
+
+def _blocked_inputs(T, d=5, seed=0, B=2, h=3):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v, grad_out = (torch.randn(B, h, T, d, generator=g, dtype=torch.float64) for _ in range(4))
+    return [t.requires_grad_() for t in (q, k, v)], grad_out
+
+
+@pytest.mark.parametrize("name", list(BLOCKED))
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("T", [1, 3, 4, 7, 10, 12, 129, 300])  # ragged: T not a multiple of the block
+def test_blocked_attention_equals_autograd_through_naive_attention(name, causal, T):
+    (q, k, v), grad_out = _blocked_inputs(T, seed=T)
+    out = BLOCKED[name].apply(q, k, v, causal)
+    got = torch.autograd.grad(out, (q, k, v), grad_out)
+    want_out = _naive(q, k, v, causal)
+    want = torch.autograd.grad(want_out, (q, k, v), grad_out)
+    torch.testing.assert_close(out, want_out, rtol=1e-12, atol=1e-12)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(BLOCKED))
+@pytest.mark.parametrize("causal", [False, True])
+def test_blocked_attention_passes_gradcheck(name, causal):
+    (q, k, v), _ = _blocked_inputs(9, d=3, seed=5, B=1, h=2)
+    assert torch.autograd.gradcheck(lambda q, k, v: BLOCKED[name].apply(q, k, v, causal), (q, k, v))
+
+
+def test_blocked_attention_is_called_as_outside_suites_call_it():
+    """apply(q, k, v, is_causal), positionally; float32 too; the default block of 128 and T = 200."""
+    g = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, 2, 200, 16, generator=g, requires_grad=True) for _ in range(3))
+    out = ref.BlockedAttention.apply(q, k, v, True)
+    assert out.dtype == torch.float32 and out.shape == q.shape
+    out.sum().backward()
+    expected = F.scaled_dot_product_attention(q.detach(), k.detach(), v.detach(), is_causal=True)
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+    assert all(t.grad is not None and torch.isfinite(t.grad).all() for t in (q, k, v))
+
+
+def test_blocked_attention_saves_no_t_by_t_matrix_and_the_lse():
+    (q, k, v), _ = _blocked_inputs(40, seed=3)
+    out = ref.BlockedAttention.apply(q, k, v, True)
+    saved = out.grad_fn.saved_tensors
+    assert [tuple(t.shape) for t in saved] == [tuple(q.shape)] * 4 + [tuple(q.shape[:-1])]
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    s = s.masked_fill(~torch.ones(40, 40, dtype=torch.bool).tril(), -math.inf)
+    torch.testing.assert_close(saved[4], torch.logsumexp(s, -1))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_blocked_pairs_cover_every_allowed_pair_once(causal):
+    for T, block in [(10, 4), (12, 4), (1, 4), (7, 7), (9, 2)]:
+        seen = torch.zeros(T, T, dtype=torch.int64)
+        for i0, i1, j0, j1, diagonal in demo.block_pairs(T, block, causal):
+            assert diagonal == (i0 == j0) and (not diagonal or (i1 - i0) == (j1 - j0))
+            tile = torch.ones(i1 - i0, j1 - j0, dtype=torch.int64)
+            seen[i0:i1, j0:j1] += tile.tril() if causal and diagonal else tile
+        allowed = torch.ones(T, T, dtype=torch.int64)
+        assert torch.equal(seen, allowed.tril() if causal else allowed)
+
+
+def test_peak_memory_sees_a_large_temporary():
+    def make_and_drop():
+        x = torch.ones(4 * 2**20)  # 16 MiB, written, freed before the return
+        return float(x[0])
+    make_and_drop()
+    _, peak = demo.peak_memory_bytes(make_and_drop)
+    if peak is None:
+        pytest.skip("no /proc/self/clear_refs here")
+    assert 15 * 2**20 <= peak <= 40 * 2**20
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_backward_as_an_autograd_function_trains_like_autograd(causal):
     """What the notebook builds: a Function that saves only (out, lse) and calls attention_backward."""

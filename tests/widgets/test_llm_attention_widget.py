@@ -66,3 +66,28 @@ def test_drawing_with_and_without_a_mask():
     axes = demo.draw_heads_and_window(4, 1, None, 3, message="solve exercise 2")
     assert axes[1].texts[0].get_text() == "solve exercise 2"
     plt.close("all")
+
+
+def test_blocked_function_calls_the_given_backward_once_per_block_pair():
+    """The notebook's promise: the student's attention_backward runs on every (query block, key
+    block) pair, with causal=True only on the square diagonal blocks, and the sums are the
+    gradients (here with the reference's attention_backward as the per-block function)."""
+    from course_utils.reference import llm_attention as ref
+
+    calls = []
+
+    def counting(q, k, v, out, lse, grad_out, causal=False):
+        calls.append((q.shape[-2], k.shape[-2], causal))
+        return ref.attention_backward(q, k, v, out, lse, grad_out, causal)
+
+    Blocked = demo.blocked_attention_function(counting, block_size=4)
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 10, 3, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    grad_out = torch.randn(1, 2, 10, 3, generator=g, dtype=torch.float64)
+    got = torch.autograd.grad(Blocked.apply(q, k, v, True), (q, k, v), grad_out)
+    assert sorted(calls) == sorted([(4, 4, True), (4, 4, False), (4, 4, True), (2, 4, False), (2, 4, False),
+                                    (2, 2, True)])
+    s = (q @ k.transpose(-2, -1) / math.sqrt(3)).masked_fill(~torch.ones(10, 10, dtype=torch.bool).tril(), -math.inf)
+    want = torch.autograd.grad(torch.softmax(s, -1) @ v, (q, k, v), grad_out)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)

@@ -21,7 +21,10 @@ every other mistake on them; tests/reference/test_llm_attention_reference.py che
   every window (so that trimming `[..., -window:]`, the feature axis, shows).
 * attention_backward: float64, B and h above 1 in some cases, causal and not, T = 1, d of 2, 4
   and 8, `out` and `lse` computed from q, k, v exactly as a forward would save them; grad_out
-  random (so that D = rowsum(dO * O) is far from 0).
+  random (so that D = rowsum(dO * O) is far from 0). Then cases whose lse is shifted (one
+  constant per row) and whose out is perturbed: the exercise is to use what the forward saved,
+  and only there does an answer that recomputes the softmax from q and k, or D as
+  rowsum(P * dP), give other gradients than the formulas.
 * rms_norm: 2-, 3- and 4-D inputs, random weights (not ones), non-zero means (LayerNorm's
   centring shows), eps of 0.1 and 1 on small inputs (eps outside the square root shows; with
   eps = 1e-6 it would not).
@@ -67,7 +70,7 @@ def _randn(g, *shape):
 # --- llm_attention_gqa: grouped_query_attention(q, k, v, causal=True) ------------------------
 
 def _gqa_variant(q, k, v, causal=True, *, grouping="interleave", align="end", scale="d", softmax_dim=-1,
-                 mask=True):
+                 mask=True, stable=True):
     h, h_kv, d = q.shape[1], k.shape[1], q.shape[-1]
     group = h // h_kv
     if grouping == "interleave":
@@ -81,7 +84,10 @@ def _gqa_variant(q, k, v, causal=True, *, grouping="interleave", align="end", sc
         offset = T_k - T_q if align == "end" else 0
         allowed = torch.ones(T_q, T_k, dtype=torch.bool).tril(diagonal=offset)
         scores = scores.masked_fill(~allowed, float("-inf"))
-    return torch.softmax(scores, dim=softmax_dim) @ v
+    if stable:
+        return torch.softmax(scores, dim=softmax_dim) @ v
+    e = torch.exp(scores)  # no maximum subtracted: exp(89) is past float32's largest number
+    return e / e.sum(softmax_dim, keepdim=True) @ v
 
 
 def gqa_repeat_not_interleave(q, k, v, causal=True):
@@ -108,6 +114,14 @@ def gqa_causal_ignored(q, k, v, causal=True):
     return _gqa_variant(q, k, v, causal, mask=False)
 
 
+def gqa_softmax_unstable(q, k, v, causal=True):
+    return _gqa_variant(q, k, v, causal, stable=False)
+
+
+def gqa_default_not_causal(q, k, v, causal=False):
+    return _gqa_variant(q, k, v, causal)
+
+
 def _gqa_cases(seed):
     g = torch.Generator().manual_seed(seed)
 
@@ -121,6 +135,11 @@ def _gqa_cases(seed):
         (qkv(1, 3, 3, 4, 6, 4), {"causal": True}),  # h_kv = h: plain multi-head attention
         (qkv(2, 4, 1, 4, 6, 3), {"causal": False}),  # h_kv = 1: multi-query, no mask, T_q != T_k
         (qkv(1, 8, 2, 2, 9, 4), {"causal": False}),  # groups of 4, no mask
+        (qkv(1, 4, 2, 3, 3, 4), {"causal": False}),  # square and not causal
+        (qkv(1, 2, 1, 1, 1, 2), {}),  # one query, one key
+        # float32 scores around 100 (exp overflows past 88.7): a softmax without its maximum gives nan
+        (tuple((7.0 + 0.5 * t).float() for t in qkv(1, 4, 2, 5, 5, 4)), {"causal": True}),
+        (tuple((7.0 + 0.5 * t).float() for t in qkv(1, 2, 2, 2, 6, 4)), {}),
     ]
 
 
@@ -164,6 +183,15 @@ GQA = Exercise(
                 "with causal=True a query must not see keys after its own position: your output ignores "
                 "the causal mask.",
                 gqa_causal_ignored),
+        Mistake("softmax_unstable",
+                "your softmax overflows: with float32 scores around 100, exp(score) is past float32's "
+                "largest number (about 3.4e38, exp(88.7)) and inf / inf gives nan. Subtract each row's "
+                "maximum before exp (torch.softmax does it for you).",
+                gqa_softmax_unstable),
+        Mistake("default_not_causal",
+                "called without `causal`, your function does not mask: the signature's default is "
+                "causal=True (grouped_query_attention(q, k, v) is causal).",
+                gqa_default_not_causal),
     ),
 )
 
@@ -212,10 +240,20 @@ def window_float_mask(T_q, T_k, window):
     return _window_variant(T_q, T_k, window, as_float=True)
 
 
+def window_long_shortcut_start_aligned(T_q, T_k, window):
+    if window >= T_k:  # "then it is the causal mask", but built for a square prompt
+        return torch.ones(T_q, T_k, dtype=torch.bool).tril()
+    return _window_variant(T_q, T_k, window)
+
+
 def _window_cases(seed):
-    # (T_q, T_k, window): a prompt, generation steps with a cache, windows of 1 and wider than T_k
+    # (T_q, T_k, window), every shape the prompt allows (1 <= T_q <= T_k, window >= 1) and its
+    # corners: a prompt, generation steps with a cache, windows of 1, of T_k - 1, exactly T_k and
+    # wider than T_k, each with T_q = T_k and with T_q < T_k (a window at least T_k is the causal
+    # mask aligned to the END), one query and one key
     return [((6, 6, 3), {}), ((1, 9, 4), {}), ((3, 8, 2), {}), ((4, 4, 10), {}), ((5, 7, 1), {}),
-            ((2, 12, 5), {})]
+            ((2, 12, 5), {}), ((3, 7, 7), {}), ((2, 5, 9), {}), ((1, 6, 6), {}), ((4, 8, 7), {}),
+            ((5, 5, 5), {}), ((1, 1, 1), {}), ((1, 1, 3), {})]
 
 
 WINDOW_MASK = MaskExercise(
@@ -252,6 +290,11 @@ WINDOW_MASK = MaskExercise(
                 "your mask is a float tensor of ones and zeros; masks are boolean: build it from "
                 "comparisons (or convert with `.bool()`).",
                 window_float_mask),
+        Mistake("long_window_start_aligned",
+                "when the window is at least T_k your mask falls back to a causal mask aligned to the first "
+                "key (tril() of a T_q x T_k matrix): the queries are still the LAST T_q positions, so it is "
+                "the causal mask aligned to the end, tril(diagonal=T_k - T_q).",
+                window_long_shortcut_start_aligned),
     ),
 )
 
@@ -291,6 +334,13 @@ def rolling_trims_feature_axis(cache_k, cache_v, k_new, v_new, window):
     return _rolling_variant(cache_k, cache_v, k_new, v_new, window, trim_axis=-1)
 
 
+def rolling_trims_only_the_cache(cache_k, cache_v, k_new, v_new, window):
+    def one(cache, new):  # room is made for the new tokens in the old cache; the new are all kept
+        keep = max(window - new.shape[2], 0)
+        return torch.cat([cache[:, :, cache.shape[2] - min(keep, cache.shape[2]):], new], dim=2)
+    return one(cache_k, k_new), one(cache_v, v_new)
+
+
 def _rolling_cases(seed):
     g = torch.Generator().manual_seed(seed)
 
@@ -305,6 +355,11 @@ def _rolling_cases(seed):
         case(1, 3, 3, 2, 2, 4),  # fills the window and drops one
         case(2, 2, 1, 1, 3, 1),  # a window of one token
         case(1, 1, 3, 2, 3, 5),  # exactly fills the window
+        case(1, 2, 3, 6, 3, 4),  # a cache, then more new tokens than the window: only new ones stay
+        case(2, 1, 4, 5, 2, 4),  # a full cache, then more new tokens than the window
+        case(1, 1, 2, 4, 3, 4),  # a cache, then exactly `window` new tokens
+        case(1, 2, 0, 3, 2, 3),  # an empty cache and a prompt of exactly `window`
+        case(1, 1, 0, 1, 2, 1),  # an empty cache, one token, a window of one
     ]
 
 
@@ -338,6 +393,11 @@ ROLLING = Exercise(
                 "you trimmed the last axis (x[..., -window:] cuts the head dimension d): time is dim 2 of "
                 "(B, h_kv, T, d), so keep x[:, :, -window:].",
                 rolling_trims_feature_axis),
+        Mistake("trims_only_the_cache",
+                "you trimmed only the old cache and kept every new token: with more new tokens than the "
+                "window (a long prompt after a cache) that keeps more than `window` entries. Append first, "
+                "then keep the last `window` positions of the whole.",
+                rolling_trims_only_the_cache),
     ),
 )
 
@@ -345,7 +405,7 @@ ROLLING = Exercise(
 # --- llm_attention_backward: attention_backward(q, k, v, out, lse, grad_out, causal=False) --
 
 def _backward_variant(q, k, v, out, lse, grad_out, causal=False, *, with_D=True, grad_scale=True,
-                      p_scaled=True, dv_transposed=True, mask=True):
+                      p_scaled=True, dv_transposed=True, mask=True, p_from="lse", D_from="out"):
     d = q.shape[-1]
     scale = 1.0 / math.sqrt(d)
     scores = q @ k.transpose(-2, -1) * (scale if p_scaled else 1.0)
@@ -353,10 +413,19 @@ def _backward_variant(q, k, v, out, lse, grad_out, causal=False, *, with_D=True,
         T_q, T_k = q.shape[-2], k.shape[-2]
         allowed = torch.ones(T_q, T_k, dtype=torch.bool).tril(diagonal=T_k - T_q)
         scores = scores.masked_fill(~allowed, float("-inf"))
-    p = torch.exp(scores - lse[..., None])
+    if p_from == "lse":
+        p = torch.exp(scores - lse[..., None])
+    else:  # a fresh softmax of the scores: lse never read
+        p = torch.exp(scores - scores.amax(-1, keepdim=True))
+        p = p / p.sum(-1, keepdim=True)
     dv = (p.transpose(-2, -1) if dv_transposed else p) @ grad_out
     dp = grad_out @ v.transpose(-2, -1)
-    D = (grad_out * out).sum(-1, keepdim=True) if with_D else 0.0
+    if not with_D:
+        D = 0.0
+    elif D_from == "out":
+        D = (grad_out * out).sum(-1, keepdim=True)
+    else:  # rowsum(P * dP): equal to rowsum(dO * O) when out is the true output, but needs the T x T P
+        D = (p * dp).sum(-1, keepdim=True)
     ds = p * (dp - D)
     factor = scale if grad_scale else 1.0
     return ds @ k * factor, ds.transpose(-2, -1) @ q * factor, dv
@@ -382,6 +451,18 @@ def backward_mask_forgotten(q, k, v, out, lse, grad_out, causal=False):
     return _backward_variant(q, k, v, out, lse, grad_out, causal, mask=False)
 
 
+def backward_softmax_recomputed(q, k, v, out, lse, grad_out, causal=False):
+    return _backward_variant(q, k, v, out, lse, grad_out, causal, p_from="softmax")
+
+
+def backward_D_without_out(q, k, v, out, lse, grad_out, causal=False):
+    return _backward_variant(q, k, v, out, lse, grad_out, causal, D_from="p_dp")
+
+
+def backward_default_causal(q, k, v, out, lse, grad_out, causal=True):
+    return _backward_variant(q, k, v, out, lse, grad_out, causal)
+
+
 def _backward_cases(seed):
     g = torch.Generator().manual_seed(seed)
 
@@ -394,8 +475,22 @@ def _backward_cases(seed):
         out = torch.exp(scores - lse[..., None]) @ v
         return (q, k, v, out, lse, _randn(g, B, h, T, d)), {"causal": causal}
 
+    def shifted_lse(B, h, T, d, causal):
+        # lse + c (one c per row): P = exp(S - lse - c) is e^-c times the weights, and the right
+        # gradients follow the formulas (dV, dS scale by e^-c; D still comes from out)
+        (q, k, v, out, lse, grad_out), kwargs = case(B, h, T, d, causal)
+        return (q, k, v, out, lse + 0.2 + 0.6 * torch.rand(lse.shape, generator=g, dtype=DT), grad_out), kwargs
+
+    def perturbed_out(B, h, T, d, causal):
+        # out + noise: D = rowsum(dO * out) changes, and with it dS, dq and dk (dv does not)
+        (q, k, v, out, lse, grad_out), kwargs = case(B, h, T, d, causal)
+        return (q, k, v, out + 0.5 * _randn(g, B, h, T, d), lse, grad_out), kwargs
+
     return [case(1, 2, 5, 4, False), case(2, 1, 6, 3, True), case(1, 1, 1, 2, False),
-            case(2, 2, 7, 8, True), case(1, 3, 4, 4, False)]
+            case(2, 2, 7, 8, True), case(1, 3, 4, 4, False),
+            shifted_lse(1, 2, 6, 4, True), shifted_lse(2, 1, 5, 3, False),
+            perturbed_out(1, 2, 6, 4, True), perturbed_out(2, 1, 5, 3, False),
+            (case(1, 2, 5, 3, False)[0], {})]  # causal left at its default, False
 
 
 BACKWARD = Exercise(
@@ -430,6 +525,19 @@ BACKWARD = Exercise(
                 "with causal=True you recomputed P without the causal mask: the future keys' scores must "
                 "be -inf before exp(S - lse), exactly as in the forward, so that their weights are 0.",
                 backward_mask_forgotten),
+        Mistake("softmax_recomputed",
+                "your backward recomputes the softmax from q and k instead of using lse: the weights are "
+                "P = exp(S - lse) with the lse you are given (with lse + c every gradient must shrink by "
+                "e^-c, and yours does not change).",
+                backward_softmax_recomputed),
+        Mistake("D_without_out",
+                "your backward computes D without out (e.g. as rowsum(P * dP)): D = rowsum(dO * out) "
+                "comes from the output you are given, so that the backward needs no T x T product for it.",
+                backward_D_without_out),
+        Mistake("default_causal",
+                "called without `causal`, your attention_backward masks: the signature's default is "
+                "causal=False (every query sees every key).",
+                backward_default_causal),
     ),
 )
 
@@ -464,6 +572,10 @@ def rms_sum_not_mean(x, weight, eps=1e-6):
     return _rms_variant(x, weight, eps, mean=False)
 
 
+def rms_default_eps_changed(x, weight, eps=1e-5):
+    return _rms_variant(x, weight, eps)
+
+
 def _rms_cases(seed):
     g = torch.Generator().manual_seed(seed)
     return [  # the eps = 0.1 case first: an answer wrong about eps is told so there, not by a hair at 1e-6
@@ -471,6 +583,7 @@ def _rms_cases(seed):
         ((_randn(g, 2, 3, 6) + 0.5, _randn(g, 6)), {}),
         ((0.2 * _randn(g, 2, 2, 3, 8), _randn(g, 8)), {"eps": 1.0}),
         ((3.0 * _randn(g, 1, 5, 4) + 1.0, _randn(g, 4)), {"eps": 1e-5}),
+        ((1e-3 * _randn(g, 3, 4), _randn(g, 4)), {}),  # mean square near 1e-6: the default eps shows
     ]
 
 
@@ -503,6 +616,9 @@ RMS_NORM = Exercise(
                 "you divided by sqrt(sum(x^2)), the length of the vector: RMSNorm divides by the ROOT MEAN "
                 "square, sqrt(mean(x^2) + eps), which is sqrt(d) times smaller.",
                 rms_sum_not_mean),
+        Mistake("default_eps_changed",
+                "called without eps, your rms_norm uses another eps: the signature's default is eps=1e-6.",
+                rms_default_eps_changed),
     ),
 )
 
@@ -514,7 +630,8 @@ def _swiglu_variant(x, w_gate, w_up, w_down, *, act="silu", swap=False, down=Tru
     if swap:
         a, b = b, a
     functions = {"silu": lambda z: z * torch.sigmoid(z), "sigmoid": torch.sigmoid, "relu": torch.relu,
-                 "gelu": lambda z: 0.5 * z * (1 + torch.erf(z / math.sqrt(2)))}
+                 "gelu": lambda z: 0.5 * z * (1 + torch.erf(z / math.sqrt(2))),
+                 "silu_exp": lambda z: z * torch.exp(z) / (1 + torch.exp(z))}
     hidden = functions[act](a * b) if after else functions[act](a) * b
     return hidden @ w_down if down else hidden
 
@@ -543,6 +660,10 @@ def swiglu_silu_of_product(x, w_gate, w_up, w_down):
     return _swiglu_variant(x, w_gate, w_up, w_down, after=True)
 
 
+def swiglu_silu_overflows(x, w_gate, w_up, w_down):
+    return _swiglu_variant(x, w_gate, w_up, w_down, act="silu_exp")
+
+
 def _swiglu_cases(seed):
     g = torch.Generator().manual_seed(seed)
 
@@ -550,7 +671,12 @@ def _swiglu_cases(seed):
         return (_randn(g, *lead, d), _randn(g, d, f) / math.sqrt(d), _randn(g, d, f) / math.sqrt(d),
                 _randn(g, f, d) / math.sqrt(f)), {}
 
-    return [case((2, 3), 4, 6), case((5,), 3, 7), case((2, 2, 2), 4, 5), case((1, 4), 6, 16)]
+    # gates of about +-800: e^z is inf in float64 past 709.8, so z e^z / (1 + e^z) gives inf / inf = nan
+    large = (torch.tensor([[400.0, 1.0], [-400.0, 2.0], [3.0, -1.0]], dtype=DT),
+             torch.tensor([[2.0, -2.0, 0.5], [0.0, 1.0, 1.0]], dtype=DT),
+             torch.tensor([[0.5, 0.1, -0.2], [1.0, -1.0, 0.3]], dtype=DT),
+             torch.tensor([[1.0, 0.5], [-0.5, 2.0], [0.25, -1.0]], dtype=DT))
+    return [case((2, 3), 4, 6), case((5,), 3, 7), case((2, 2, 2), 4, 5), case((1, 4), 6, 16), (large, {})]
 
 
 SWIGLU = Exercise(
@@ -586,6 +712,11 @@ SWIGLU = Exercise(
                 "you applied silu to the product (x @ w_gate) * (x @ w_up): silu goes on the gate alone, "
                 "silu(x @ w_gate) * (x @ w_up).",
                 swiglu_silu_of_product),
+        Mistake("silu_overflows",
+                "your silu overflows: written as z e^z / (1 + e^z), a gate of 800 gives e^800 = inf and "
+                "inf / inf = nan. Write it as z * sigmoid(z) (torch.sigmoid, or "
+                "torch.nn.functional.silu), which stays finite.",
+                swiglu_silu_overflows),
     ),
 )
 
