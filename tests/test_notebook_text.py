@@ -230,22 +230,6 @@ PROSE_ELSEWHERE = {
         "repeats": [
         ],
     },
-    "13_llm_attention": {
-        "numbers": [
-            "markdown cell 15 quotes '13.5', which no stored output prints",
-            "markdown cell 15 quotes '7.2', which no stored output prints",
-            "markdown cell 50 quotes '0.485', which no stored output prints",
-            "markdown cell 50 quotes '0.477', which no stored output prints",
-            "markdown cell 50 quotes '0.01', which no stored output prints",
-            "markdown cell 50 quotes '0.3', which no stored output prints",
-            "markdown cell 51 quotes '0.477', which no stored output prints",
-            "markdown cell 51 quotes '0.485', which no stored output prints",
-        ],
-        "repeats": [
-            "markdown cell 26 says twice: '(later versions of mistral 7b dropped the window and keep the full cache of 32 768 tokens, as in the question above'",
-            "markdown cell 26 says twice: '(later versions of mistral 7b dropped the window and keep the full cache of 32 768 tokens, as in the question above'",
-        ],
-    },
 }
 
 _LATEX = re.compile(r"\$\$.*?\$\$|\$[^$\n]+?\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL)

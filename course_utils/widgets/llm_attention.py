@@ -9,8 +9,8 @@ and the figures that draw them.
   heads and a sliding-window mask;
 * `blocked_attention_function(block_backward, block_size)`: attention as FlashAttention-2
   schedules it, on the CPU in PyTorch, as a `torch.autograd.Function` (`apply(q, k, v,
-  is_causal)`): the forward runs over blocks of keys with notebook 12's online softmax (running
-  maximum and sum) and saves only q, k, v, the output and the log-sum-exp; the backward runs
+  is_causal)`): the forward runs over blocks of keys, twice (the rows' log-sum-exp, then the
+  output) and saves only q, k, v, the output and the log-sum-exp; the backward runs
   over blocks too and calls `block_backward` (the notebook passes the student's
   `attention_backward`) on every pair of a query block and a key block, adding up dq, dk, dv;
 * `peak_memory_bytes(fn, *args)`: the high-water mark of the process's resident memory while
@@ -110,33 +110,38 @@ def block_pairs(T, block_size, causal):
             for i0 in starts for j0 in starts if not (causal and j0 > i0)]
 
 
+def _tiles(q_i, k, i0, i1, T, causal, block_size, scale):
+    """(j0, j1, scores) of query block [i0, i1) against each key block it may see: a
+    (block, block) tile at a time; the causal diagonal tile is square and masked."""
+    for j0 in range(0, i1 if causal else T, block_size):
+        j1 = min(j0 + block_size, T)
+        s = q_i @ k[..., j0:j1, :].transpose(-2, -1) * scale
+        if causal and j0 == i0:  # the diagonal tile: square, same positions
+            s = s.masked_fill(~torch.ones(i1 - i0, j1 - j0, dtype=torch.bool).tril(), -math.inf)
+        yield j0, j1, s
+
+
 def _blocked_forward(q, k, v, causal, block_size):
-    """(out, lse) over blocks of keys, one block of queries at a time, by notebook 12's online
-    softmax: a running maximum m and sum l per query, the weighted values rescaled by
-    exp(m_old - m_new) whenever the maximum grows; out = acc / l and lse = m + log l at the end.
-    No (T, T) matrix: one (block, block) tile of scores at a time."""
+    """(out, lse) in blocks, never a (T, T) matrix: per block of queries, two passes over the
+    blocks of keys. The first gathers the log-sum-exp of each row, tile by tile (torch's
+    logsumexp of a tile, combined with logaddexp); the second adds up exp(S - lse) V, each tile's
+    weights final at once because lse already knows every key. (Notebook 12's exercise does it in
+    one pass with a running maximum and sum; this is the simpler schedule, at twice the score
+    products, and not that exercise's answer.)"""
     T, scale = q.shape[-2], 1.0 / math.sqrt(q.shape[-1])
     out = torch.empty_like(q)
     lse = torch.empty(q.shape[:-1], dtype=q.dtype)
     for i0 in range(0, T, block_size):
         i1 = min(i0 + block_size, T)
         q_i = q[..., i0:i1, :]
-        m = torch.full(q_i.shape[:-1], -math.inf, dtype=q.dtype)
-        l = torch.zeros(q_i.shape[:-1], dtype=q.dtype)
+        row_lse = torch.full(q_i.shape[:-1], -math.inf, dtype=q.dtype)
+        for _, _, s in _tiles(q_i, k, i0, i1, T, causal, block_size, scale):
+            row_lse = torch.logaddexp(row_lse, torch.logsumexp(s, dim=-1))
         acc = torch.zeros_like(q_i)
-        for j0 in range(0, i1 if causal else T, block_size):
-            j1 = min(j0 + block_size, T)
-            s = q_i @ k[..., j0:j1, :].transpose(-2, -1) * scale
-            if causal and j0 == i0:  # the diagonal tile: square, same positions
-                s = s.masked_fill(~torch.ones(i1 - i0, j1 - j0, dtype=torch.bool).tril(), -math.inf)
-            m_new = torch.maximum(m, s.amax(-1))  # finite: every query sees at least one key
-            rescale = torch.exp(m - m_new)
-            p = torch.exp(s - m_new[..., None])
-            l = l * rescale + p.sum(-1)
-            acc = acc * rescale[..., None] + p @ v[..., j0:j1, :]
-            m = m_new
-        out[..., i0:i1, :] = acc / l[..., None]
-        lse[..., i0:i1] = m + torch.log(l)
+        for j0, j1, s in _tiles(q_i, k, i0, i1, T, causal, block_size, scale):
+            acc += torch.exp(s - row_lse[..., None]) @ v[..., j0:j1, :]
+        out[..., i0:i1, :] = acc
+        lse[..., i0:i1] = row_lse
     return out, lse
 
 

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_utils.grading import GradingError
+from course_utils.reference.mistakes import ValueExercise
 from course_utils.reference import fast_generation, scaled_dot_product_attention
 from course_utils.reference import llm_attention as ref
 from course_utils.reference.mistakes import llm_attention as catalogue
@@ -77,7 +78,9 @@ def test_diagnose_names_the_mistake_too(grade_id, mistake):
     assert mistake.message in str(failure.value)
 
 
-@pytest.mark.parametrize("grade_id", list(EXERCISES))
+# A think-first number that two mistakes share is named by both in one message (issue 39 item 4):
+# tests/checks/test_questions.py checks that for every variant, so value exercises are not here.
+@pytest.mark.parametrize("grade_id", [g for g, e in EXERCISES.items() if not isinstance(e, ValueExercise)])
 def test_no_two_mistakes_give_the_same_outputs(grade_id):
     exercise = EXERCISES[grade_id]
     cases = exercise.cases()
