@@ -268,6 +268,11 @@ class InProcessWorker:
 
 
 class Batch:
+    # Whether a solution check whose notebook the environment could not run (worker.grader_failure:
+    # a demo cell out of time or memory) refuses the batch; a class run only warns (problems.csv
+    # names it for every student it touches), a platform refuses (one upload, no second look).
+    strict_environment = False
+
     def __init__(self, opts):
         self.o = opts
         self.course_root = os.path.abspath(opts.course_root)
@@ -422,6 +427,9 @@ class Batch:
         if not result or result["status"] != "graded":
             why = "; ".join(result["problems"]) if result else "the grading worker stopped"
             raise GradingRefused(f"{assignment}: the solution notebook could not be graded ({why}).")
+        if result.get("grader_failure") and self.strict_environment:
+            raise GradingRefused(f"{assignment}: the solution notebook could not be run here "
+                                 f"({result['grader_failure']}); no submission can be graded fairly.")
         got = sum(c["score"] for c in result["cells"])
         full = sum(c["max_score"] for c in result["cells"])
         if got < full or full == 0:

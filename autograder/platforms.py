@@ -181,6 +181,16 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
         if result is not None:
             problems += [_student_text(p, root) for p in result.get("problems", [])
                          if _student_text(p, root) not in problems]
+        if result is not None and result.get("grader_failure"):
+            # Not the student's: never a score (a cached verdict must not hide it either).
+            raise batch.GradingRefused(f"the grading environment could not grade {chosen}: "
+                                       f"{result['grader_failure']}")
+        if result is None and not problems:
+            raise batch.GradingRefused(f"{chosen}: the grader stopped before it graded the notebook "
+                                       "(out of memory or time?)")
+        if result is not None and result.get("status") == "could_not_grade" and _grader_side(result):
+            raise batch.GradingRefused(f"{chosen}: the notebook could not be graded here: "
+                                       + "; ".join(result.get("problems", []))[:2000])
         if result is None or result.get("status") != "graded":
             return {"status": "not_gradable", "assignment": chosen, "cells": [],
                     "problems": problems or ["the notebook could not be graded"],
@@ -248,6 +258,8 @@ class OneSubmission(batch.Batch):
     """The class batch, for one upload: the release, the template gradebook and the solution
     check's verdict come from the cache when an earlier grading of the same assignment, source,
     grader and environment made them (Gradescope re-runs the whole command per submission)."""
+
+    strict_environment = True
 
     def __init__(self, opts, cache=None):
         super().__init__(opts)
@@ -333,6 +345,15 @@ class OneSubmission(batch.Batch):
     def merge(self, results):
         """Nothing: the class of one's gradebook goes with its temporary folder (filling it
         would cost a second nbgrader generate_assignment per upload)."""
+
+
+# Reasons the worker gives for could_not_grade that are the grader's, not the upload's.
+_GRADER_SIDE = ("internal grading error", "needed more memory than the grader allows itself",
+                "the grading worker stopped")
+
+
+def _grader_side(result):
+    return any(marker in str(p) for p in result.get("problems", []) for marker in _GRADER_SIDE)
 
 
 def _student_text(text, root):

@@ -182,6 +182,35 @@ def check_cells(submitted, release):
     return problems
 
 
+_GRADER_SIDE = ("KernelDied", "Timeout")  # errors execute.py and nbgrader's timeout give a cell
+
+
+def grader_failure(graded, release):
+    """A sentence when the grading environment, not the student, stopped the notebook, else None.
+
+    The kernel never started (every cell unrun), or a cell the student did not write (neither an
+    answer cell nor a test cell, and its source as released) died or ran out of time: such a
+    cell fails the same way for every submission, the solution included, so the environment
+    (too little memory, a machine too slow for the time limit) cannot grade this assignment. A
+    test cell is not counted: it runs the student's answer, whose slowness is theirs."""
+    stopped = str(graded.metadata.get("autograder_stopped", ""))
+    code = [c for c in graded.cells if c.cell_type == "code"]
+    if stopped and code and all(any(o.get("ename") == "NotRun" for o in c.get("outputs", [])) for c in code):
+        return f"the kernel did not start or stopped before the first cell ({stopped})"
+    released = {c.source.strip() for c in release.cells if c.cell_type == "code"} if release else set()
+    for index, cell in enumerate(graded.cells):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("solution") or meta.get("grade"):
+            continue
+        errors = [o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if any(e in _GRADER_SIDE for e in errors) and cell.source.strip() in released:
+            what = "died (out of memory, or past the notebook's time limit)" if "KernelDied" in errors \
+                else "ran past the per-cell time limit"
+            return (f"cell {index} ({meta.get('grade_id') or 'a cell of the release'}), which the student "
+                    f"did not write, {what}: this environment cannot run the assignment's own code")
+    return None
+
+
 def normalize(nb):
     """Make a submission safe for nbgrader's sanitizers; in place.
 
@@ -324,6 +353,16 @@ def grade(task):
         if graded.metadata.get(BROKEN_KEY):
             problems.append(f"{name}: {graded.metadata[BROKEN_KEY]}; the cells after it were "
                             "not run and scored zero")
+        release_nb = None
+        release_path = os.path.join(task["release_root"], assignment, name)
+        if os.path.exists(release_path):
+            release_nb = nbformat.read(release_path, as_version=4)
+        failure = grader_failure(graded, release_nb)
+        if failure:
+            result["grader_failure"] = f"{name}: {failure}"
+            problems.append(f"{name}: the grading environment could not run this notebook: {failure}. "
+                            "This grade may be the environment's, not the student's: regrade with "
+                            "more memory or a longer --timeout")
         tampering = set()
         for cell in graded.cells:
             gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
@@ -345,11 +384,9 @@ def grade(task):
                                     f"{task['limits']['timeout']} s and was interrupted")
         for message in sorted(tampering):
             problems.append(f"{name}: {message}")
-        release_path = os.path.join(task["release_root"], assignment, name)
-        if os.path.exists(release_path):
+        if release_nb is not None:
             try:
-                problems.extend(f"{name}: {p}" for p in check_cells(
-                    prepared[name], nbformat.read(release_path, as_version=4)))
+                problems.extend(f"{name}: {p}" for p in check_cells(prepared[name], release_nb))
             except Exception:  # noqa: BLE001 - a broken notebook was already reported by nbgrader
                 pass
         lines = secret.get(nb_name, [])
