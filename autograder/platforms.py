@@ -525,8 +525,9 @@ def _refusal(platform, out, reason):
 
 
 def main(args):
-    from . import sandbox
+    from . import platform_guard, sandbox
     out = args.results_json
+    platform_guard.tell_guard(args.platform, out)
     dropping = args.container_fallback and not args.unsafe_no_sandbox and os.geteuid() == 0
     try:
         if dropping:

@@ -95,3 +95,30 @@ def test_platforms_refuse_when_a_release_cell_cannot_run_here(tmp_path):
     data = json.loads(pl_results.read_text())
     assert data["gradable"] is False and "score" not in data
     print(f"two refusals in {time.monotonic() - started:.0f} s")
+
+
+@pytest.mark.slow
+def test_a_grader_killed_mid_grading_gives_no_score(tmp_path):
+    """The grading process dies while grading the student (here by the worker's test hook; on
+    the platforms, the container's OOM killer): the guard parent (platform_guard.py) turns it
+    into a refusal. PrairieLearn shows a not-gradable result (exit 0, it reads results only
+    then), Gradescope gets no results.json (exit 2), and nothing stale stands in for it."""
+    course = H.make_course(tmp_path / "course")
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    nbformat.write(H.honest(course, A, NB), upload / NB)
+    env = dict(os.environ, PYTHONPATH=str(H.REPO), AUTOGRADER_TEST_CRASH_ON="doomed")
+    for platform, expected in (("prairielearn", 0), ("gradescope", 2)):
+        results = tmp_path / platform / "results.json"
+        results.parent.mkdir()
+        results.write_text('{"score": 100, "gradable": true}')  # stale
+        proc = subprocess.run([H.PYTHON, "-m", "autograder", platform, str(upload), str(results),
+                               "--course-root", str(course), "--student", "doomed"], cwd=str(H.REPO),
+                              env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == expected, proc.stderr[-2000:]
+        assert "grading refused: the grading process stopped with status 70" in proc.stderr
+        if platform == "gradescope":
+            assert not results.exists()
+        else:
+            data = json.loads(results.read_text())
+            assert data["gradable"] is False and data["format_errors"] and "score" not in data
