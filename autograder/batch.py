@@ -302,6 +302,7 @@ class Batch:
         if self.o.container_fallback:
             no_drop = sandbox.why_no_drop()
             if not no_drop:
+                sandbox.claim_drop_uids()
                 print(f"autograder: bubblewrap cannot run here ({reason}); --container-fallback: "
                       f"student code runs as an unprivileged user (uid {sandbox.slot_uid(1, 'drop')}, no "
                       "capabilities, no_new_privs) without namespaces, the course's answers made "

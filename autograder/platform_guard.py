@@ -35,12 +35,13 @@ def wanted(argv):
     return len(argv) > 1 and argv[1] in PLATFORMS and not os.environ.get(CHILD_VAR)
 
 
-def tell_guard(platform, results_json):
-    """Called by the child once its arguments are parsed."""
+def tell_guard(platform, results_json, uids=()):
+    """Called by the child once its arguments are parsed, and again with the student uids it
+    ran kernels as (the privilege drop's), so that the guard can end them if the child dies."""
     path = os.environ.get(FILE_VAR)
     if path:
         with open(path, "w") as fh:
-            json.dump({"platform": platform, "results": os.path.abspath(results_json)}, fh)
+            json.dump({"platform": platform, "results": os.path.abspath(results_json), "uids": list(uids)}, fh)
 
 
 def _why(code):
@@ -66,7 +67,7 @@ def run(argv):
             told = None
     finally:
         os.remove(guard_file)
-    _kill_students()
+    _kill_students((told or {}).get("uids", ()))
     if code in NORMAL:
         return code
     print(f"autograder: grading refused: {_why(code)}; nothing of it is a grade", file=sys.stderr)
@@ -86,11 +87,12 @@ def run(argv):
     return 0
 
 
-def _kill_students():
-    if os.geteuid() != 0:
+def _kill_students(uids):
+    if os.geteuid() != 0 or not uids:
         return
     from . import sandbox  # stdlib only
     try:
-        sandbox.kill_user(sandbox.slot_uid(1, "drop"))
-    except (OSError, RuntimeError) as exc:
+        for uid in uids:
+            sandbox.kill_user(int(uid))
+    except (OSError, RuntimeError, ValueError) as exc:
         print(f"autograder: could not end every student process: {exc}", file=sys.stderr)

@@ -532,6 +532,8 @@ def main(args):
     try:
         if dropping:
             _protect(args.submission_dir, out)
+            sandbox.claim_drop_uids()  # the block the batch will use; the guard ends it if we die
+            platform_guard.tell_guard(args.platform, out, uids=[sandbox.slot_uid(1, "drop")])
         graded = grade_one(args.submission_dir, course_root=args.course_root, assignment=args.assignment,
                            container_fallback=args.container_fallback,
                            unsafe_no_sandbox=args.unsafe_no_sandbox, timeout=args.timeout,

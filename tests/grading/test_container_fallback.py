@@ -26,15 +26,14 @@ A, NB = "00_fixture", "fixture.ipynb"
 # Docker's default capabilities: no CAP_SYS_ADMIN, so no namespaces for bubblewrap.
 DOCKER_CAPS = ("-all,+chown,+dac_override,+fowner,+fsetid,+kill,+setgid,+setuid,+setpcap,"
                "+net_bind_service,+net_raw,+sys_chroot,+mknod,+audit_write,+setfcap")
-UID = 61001  # sandbox.slot_uid(1, "drop"): the first (only) grading slot of the privilege drop
 
 READ_PROBES = '''
 import os, pathlib
-_leaks = []
-def _try(what, action):
+_leaks, _wrote = [], []
+def _try(what, action, found=_leaks):
     try:
         action()
-        _leaks.append(what)
+        found.append(what)
     except Exception:
         pass
 _try("list solutions", lambda: os.listdir({course!r} + "/solutions"))
@@ -51,13 +50,7 @@ if _leaks:
 
 WRITE_PROBES = '''
 import os, signal, subprocess
-_wrote = []
-def _attempt(what, action):
-    try:
-        action()
-        _wrote.append(what)
-    except Exception:
-        pass
+_attempt = lambda what, action: _try(what, action, _wrote)  # defined with the read probes
 _attempt("results.json", lambda: open({results!r}, "w").write('{{"score": 100}}'))
 _attempt("a file beside results.json", lambda: open({results!r} + ".forged", "w").write("x"))
 _attempt("the cache", lambda: open({course!r} + "/.autograder-cache/poison", "w").write("x"))
@@ -126,7 +119,8 @@ def fallback_run(tmp_path_factory):
          str(upload_dir), str(results), "--course-root", str(course), "--container-fallback",
          "--visibility", "visible"], cwd=str(H.REPO), env=env, capture_output=True, text=True, timeout=900)
     from autograder import sandbox
-    left = sandbox.user_processes(UID)
+    ran_as = [int(m) for m in __import__("re").findall(r"unprivileged user \(uid (\d+)", proc.stderr)]
+    left = [p for uid in ran_as for p in sandbox.user_processes(uid)]
     return {"proc": proc, "results": results, "marker": marker, "course": course, "left": left,
             "seconds": time.monotonic() - started}
 
@@ -156,6 +150,7 @@ def test_no_answer_is_readable_and_nothing_of_the_graders_is_writable(fallback_r
 @pytest.mark.slow
 def test_no_student_process_outlives_the_grading(fallback_run):
     assert fallback_run["left"] == [], "processes of the student's uid outlived the grader"
+    assert "unprivileged user (uid 61" in fallback_run["proc"].stderr
     time.sleep(max(0.0, 14 - fallback_run["seconds"]))  # past the daemon's 12 s, had it lived
     assert not fallback_run["marker"].exists()
     assert json.loads(fallback_run["results"].read_text())["score"] == 5  # not rewritten
