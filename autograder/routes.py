@@ -79,6 +79,10 @@ DYNAMIC_ATTRIBUTES = (
 DISGUISE_ATTRIBUTES = ("__module__", "__code__", "__globals__", "__class__", "__builtins__", "__dict__",
                        "__closure__", "__defaults__", "__kwdefaults__", "__call__", "__getattr__",
                        "__getattribute__", "__import__", "__spec__", "__loader__", "__wrapped__", "__func__")
+# Routes that can fetch any function, named to the instructor wherever they appear (inside an
+# answer's reach they fail it, as DYNAMIC_MODULES).
+REVIEWED_MODULES = ("pydoc.locate", "string.Formatter", "logging.config", "pickle", "dill", "cloudpickle",
+                    "shelve", "marshal", "importlib", "builtins", "sys.modules", "operator.attrgetter")
 # Running code's frames: the in-kernel guard's state, reached through a traceback.
 FRAME_ATTRIBUTES = ("tb_frame", "tb_next", "f_back", "f_locals", "f_globals", "f_builtins", "f_code",
                     "gi_frame", "cr_frame", "ag_frame", "__traceback__")
@@ -501,7 +505,8 @@ class _Reader:
             lines = _ipython_to_python(source).splitlines()
             original = source.splitlines()
             for number, name in getattr(tree, "unread_magics", ()):
-                text = original[number - 1].strip() if 0 < number <= len(original) else f"%{name}"
+                text = original[number - 1].strip() if 0 < number <= len(original) else ""
+                text = text or next((ln.strip() for ln in original if ln.strip()), f"%{name}")
                 self.unread.append((index, text[:100], name))
             for node in tree.body:
                 statement = _Statement(node, lines, len(self.statements), index not in failed)
@@ -756,6 +761,16 @@ class _Reader:
                 elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRIBUTES:
                     out.append(Note(f"worth a look: cell {statement.cell + 1} looks into running code's "
                                     f"frames (`{statement.line(node)}`)"))
+                elif isinstance(node, ast.Name) and node.id == "__builtins__":
+                    out.append(Note(f"worth a look: cell {statement.cell + 1} uses `__builtins__` "
+                                    f"(`{statement.line(node)}`)"))
+                elif isinstance(node, (ast.Attribute, ast.Name)) and (parts := _chain(node)):
+                    for path in self.paths(parts, self.imports):
+                        if _startswith(path, REVIEWED_MODULES):
+                            out.append(Note(f"worth a look: cell {statement.cell + 1} uses `{path}` "
+                                            f"(`{statement.line(node)}`), which can fetch any function by a "
+                                            "route the grader cannot follow"))
+                            break
         return list(dict.fromkeys(out))
 
 
