@@ -469,3 +469,23 @@ def test_the_courses_pieces_are_found_even_where_nothing_is_forbidden():
     found, _ = routes.read(cells, index, exercise.function_name, ())
     assert found and "course_utils.grading.parts.split_heads" in found
     assert routes.finding(cells, index, exercise.function_name, ()) is None  # routes: only where forbidden
+
+
+def test_the_judge_marks_a_route_and_keeps_the_habits_for_problems_csv(tmp_path):
+    """judge.forbidden_route: a decided route starts with routes.FORBIDDEN_ROUTE (the report's own
+    outcome); the notes go into the test cell's metadata, which export lists in problems.csv."""
+    import types as _types
+    from autograder import export
+    nb = _with_habit("np.exp?\n")
+    index = next(i for i, e in _test_cells(nb) if e.grade_id == "self_attention_softmax")
+    assert judge.forbidden_route(nb.cells, index, nb.cells[index].source) is None
+    assert any("np.exp?" in n for n in nb.cells[index].metadata[judge.REVIEW_KEY])
+    folder = tmp_path / "shards" / "05_self_attention" / "s1" / "autograded" / "s1" / "05_self_attention"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "self_attention.ipynb"))
+    result = {"status": "graded"}
+    notes = export._review(_types.SimpleNamespace(work=str(tmp_path)), "s1", "05_self_attention", result)
+    assert notes and all(n.startswith("self_attention.ipynb: worth a look") for n in notes)
+    assert result["review"] == notes and any("np.exp?" in n for n in notes)
+    cells, index, _ = _with_answer(*ATTACKS["getattr with a constant name"][:3])
+    assert judge.forbidden_route(cells, index, cells[index].source).startswith(routes.FORBIDDEN_ROUTE)
