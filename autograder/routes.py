@@ -22,10 +22,18 @@ its answer can reach
   private namespaces (`torch._C`, `torch._VF`, ...), threads and processes; or names an
   attribute a library module does not have (one the notebook put there).
 
-and, anywhere in the notebook before the test cell (reached or not), when a cell starts threads
-or processes, registers IPython hooks, or assigns into a library's or the course's module.
+* changes a library module in an attribute the reach uses;
 
-Over-approximation is deliberate: a name bound in several cells reaches every binding. Honest
+and, anywhere in the notebook before the test cell, when a cell starts threads or processes, uses
+IPython's shell or a magic that runs unread code (%run), touches the grader's internals, or
+rewrites a `__module__`-style attribute. Bindings are followed in the notebook's order (a later
+`def softmax` replaces a scratch import); what the reader cannot tell from a habit and no reach
+shows (magics it does not read, a module changed elsewhere, a route outside the reach) is a
+`Note` for the instructor, never a failure. An exercise that forbids nothing is still read for
+the course's own pieces (`read`).
+
+Over-approximation is deliberate within that order: a name bound in several places after its
+last fresh binding reaches every one. Honest
 answers never need these routes; every solution, every second correct implementation in
 tests/exercises/alternatives_*.py and the real class's notebooks are read without a finding
 (tests/grading/test_routes.py).
@@ -89,6 +97,10 @@ FRAME_ATTRIBUTES = ("tb_frame", "tb_next", "f_back", "f_locals", "f_globals", "f
 TORCH_HIDDEN_NAMESPACES = ("torch.ops", "torch.overrides", "torch.library", "torch.utils._python_dispatch",
                            "torch.compiler", "torch.jit", "torch.fx")
 
+
+# How a test cell's failing sentence starts when the reader decided it (report.py counts these
+# apart from wrong answers: an integrity finding, not a misconception).
+FORBIDDEN_ROUTE = "Forbidden route: "
 
 # An honest notebook holds well under 100,000 characters of code.
 MAX_SOURCE_CHARS = 2_000_000
