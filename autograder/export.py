@@ -241,6 +241,33 @@ def _text(text, dest, failures):
         failures.append(f"{dest}: {exc.strerror or exc}")
 
 
+def _review(batch, student, assignment, result):
+    """The "worth a look" lines of a graded submission (judge.REVIEW_KEY on its test cells: what
+    the forbidden-route reader could not tell from a habit; they cost no point), read from the
+    graded notebooks in its shard, once each, prefixed by the notebook's name; also kept in
+    result["review"] for the class overview (report.py)."""
+    if result.get("status") != "graded" or "review" in result:
+        return result.get("review", [])
+    from .judge import REVIEW_KEY
+    import nbformat
+    folder = os.path.join(getattr(batch, "work", ""), "shards", assignment, student, "autograded", student, assignment)
+    notes = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if not name.endswith(".ipynb"):
+            continue
+        try:
+            nb = nbformat.read(os.path.join(folder, name), as_version=4)
+        except Exception:  # noqa: BLE001 - nbgrader's notebook; its problems are reported elsewhere
+            continue
+        for cell in nb.cells:
+            for note in cell.get("metadata", {}).get(REVIEW_KEY, []) or []:
+                line = f"{name}: {note}"[:1000]
+                if line not in notes:
+                    notes.append(line)
+    result["review"] = notes
+    return notes
+
+
 def write_all(batch, taken, results, assignments):
     """Write the CSVs and feedback; returns the files that could not be written (say, a full
     disk): the caller reports them. problems.csv and grades.csv are written first. The previous
@@ -281,6 +308,8 @@ def write_all(batch, taken, results, assignments):
             status = r["status"]
             for p in r.get("problems", []):
                 problems.add((s, a, p))
+            for note in _review(batch, s, a, r):
+                problems.add((s, a, note))
             got = {(c["notebook"], c["grade_id"]): c["score"] for c in r.get("cells", [])}
             if status == "graded":
                 total = sum(got.get((nb, gid), 0.0) for nb, gid, _ in template)

@@ -192,23 +192,38 @@ def _verdict(topic, grade_ids, checks, diagnoses, calls, failed_in_kernel, cases
     return partial
 
 
+REVIEW_KEY = "autograder_review"  # a test cell's "worth a look" lines (routes.Note), for the instructor
+
+
 def forbidden_route(cells, index, source):
     """The sentence failing the test cell at `index` because an answer it checks reaches a
-    forbidden function by a route the notebook's text shows (autograder/routes.py), or None.
-    Read here, from the cells the grader ran, not from anything the kernel reported."""
+    forbidden function (or the course's own pieces) by a route the notebook's text shows
+    (autograder/routes.py), or None. Read here, from the cells the grader ran, not from anything
+    the kernel reported. It starts with routes.FORBIDDEN_ROUTE, so the class report can tell an
+    integrity finding from a wrong answer. The lines the reader cannot tell from a habit cost
+    nothing: they go into the test cell's metadata (REVIEW_KEY), which export.py lists in
+    problems.csv and the class overview as "worth a look"."""
     from autograder import routes
 
     wanted = expected(source)
     if wanted is None:
         return None
     topic, grade_ids = wanted
+    notes, sentence = [], None
     for grade_id in grade_ids:
         exercise = _exercise(topic, grade_id)
-        found = routes.finding(cells, index, exercise.function_name, exercise.forbidden,
-                               tuple(getattr(exercise, "earlier", ())))
-        if found:
-            return str(found)
-    return None
+        found, said = routes.read(cells, index, exercise.function_name, exercise.forbidden,
+                                  tuple(getattr(exercise, "earlier", ())))
+        notes += [n for n in said if n not in notes]
+        if found and sentence is None:
+            sentence = routes.FORBIDDEN_ROUTE + str(found)
+    if 0 <= index < len(cells):
+        metadata = cells[index].setdefault("metadata", NotebookNode())
+        if notes:
+            metadata[REVIEW_KEY] = [str(n) for n in notes]
+        else:
+            metadata.pop(REVIEW_KEY, None)
+    return sentence
 
 
 def _named_mistake(exercise, message, spec):

@@ -11,6 +11,9 @@ test cell's score and message (result.json of every student) and gives the cell 
 - a catalogued mistake (`mistake`): the hidden test's message carries the sentence of one
   mistake of the exercise's catalogue (course_utils/reference/mistakes/<topic>.py);
 - `wrong, not named`: a wrong answer no catalogued mistake explains (its messages are grouped);
+- `forbidden route`: the grader's reading of the notebook (routes.py) found the answer reaching a
+  forbidden function or the course's own pieces: an integrity finding, not a misconception, so it
+  is never among the wrong answers;
 - `did not run`: a timeout, a dead kernel, tampering, or a cell never reached.
 
 Exercises are named by the headings students saw in the release notebook ("Exercise 1 · A
@@ -25,7 +28,8 @@ or else from the course's `notebooks/` folder; without a notebook, by their grad
   per exercise, how many passed, did not attempt it, did not run, and each wrong answer.
   No student appears in either file;
 - `class_overview.html`: INSTRUCTOR ONLY, students x exercises, each cell's outcome and score,
-  so that a TA sees who needs help. It names students, so it is written beside grades.csv and
+  so that a TA sees who needs help, and under each assignment the lines "worth a look" that the
+  grader could not tell from a habit and that cost no point (a result's `review`, export.py). It names students, so it is written beside grades.csv and
   never into `feedback/`. Messages that quote a hidden test line are withheld on every page.
 """
 import base64
@@ -41,14 +45,15 @@ import re
 import nbformat
 
 from autograder import redact
+from autograder.routes import FORBIDDEN_ROUTE
 from course_utils.reference.mistakes import ANOTHER_STUDENTS, EXAMPLE_ANSWER, message_matches
 from autograder.intake import SOLUTION_STUDENT
 
 COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOT_RUN = ("NotRun", "Timeout", "KernelDied", "TamperError")
-PASSED, NOT_ATTEMPTED, MISTAKE, UNNAMED, DID_NOT_RUN = (
-    "passed", "not attempted", "mistake", "wrong, not named", "did not run")
-ORDER = (PASSED, NOT_ATTEMPTED, MISTAKE, UNNAMED, DID_NOT_RUN)
+PASSED, NOT_ATTEMPTED, MISTAKE, UNNAMED, FORBIDDEN, DID_NOT_RUN = (
+    "passed", "not attempted", "mistake", "wrong, not named", "forbidden route", "did not run")
+ORDER = (PASSED, NOT_ATTEMPTED, MISTAKE, UNNAMED, FORBIDDEN, DID_NOT_RUN)
 WITHHELD = "[a message that quoted the hidden tests; withheld]"
 MESSAGE_CHARS = 240
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -173,6 +178,8 @@ def classify(cell, exercise=None, blank_stub=False):
         return Outcome(PASSED)
     if message.split(":", 1)[0].strip() in NOT_RUN:
         return Outcome(DID_NOT_RUN, description=clean(message))
+    if message.startswith("GradingError: " + FORBIDDEN_ROUTE):
+        return Outcome(FORBIDDEN, description=clean(message[len("GradingError: " + FORBIDDEN_ROUTE):]))
     for mistake in getattr(exercise, "mistakes", ()):
         if mistake.message and message_matches(mistake.message, message):
             return Outcome(MISTAKE, mistake.name, mistake.message)
@@ -205,6 +212,7 @@ class ExerciseTally:
     mistakes: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # name -> n
     sentences: dict = dataclasses.field(default_factory=dict)  # name -> the catalogue's sentence
     unnamed: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # message -> n
+    routes: collections.Counter = dataclasses.field(default_factory=collections.Counter)  # finding -> n
     students: dict = dataclasses.field(default_factory=dict)  # student -> (Outcome, score, max_score)
 
     @property
@@ -221,6 +229,7 @@ class ClassTally:
     exercises: dict  # (assignment, exercise) -> ExerciseTally, in notebook order
     not_graded: list  # (assignment, student, status)
     releases: dict  # (assignment, notebook) -> Release
+    review: dict = dataclasses.field(default_factory=dict)  # (assignment, student) -> ["worth a look: ..."]
 
     def assignments(self):
         return sorted({a for a, _ in self.exercises} | {a for a, _, _ in self.not_graded})
@@ -257,7 +266,7 @@ def tally(results, load=load_catalogue, release_root=None, secret_lines=None):
     course's notebooks/ are tried after it. secret_lines: {assignment: {notebook: [lines]}}, the
     hidden lines (the batch's); without them they are read from the course's solutions/."""
     find, catalogues = _release_finder(release_root), {}
-    exercises, not_graded, releases = {}, [], {}
+    exercises, not_graded, releases, review = {}, [], {}, {}
     for result in results:
         assignment, student = result.get("assignment", ""), str(result.get("student", ""))
         if student == SOLUTION_STUDENT:  # the batch's check of the solution, not a student
@@ -267,6 +276,8 @@ def tally(results, load=load_catalogue, release_root=None, secret_lines=None):
             continue
         if assignment not in catalogues:
             catalogues[assignment] = load(assignment)
+        if result.get("review"):
+            review[(assignment, student)] = [str(n) for n in result["review"]]
         for cell in result.get("cells", []):
             notebook, exercise_id = cell.get("notebook", ""), exercise_of(cell["grade_id"])
             secret = (secret_lines or {}).get(assignment, {}).get(notebook) if secret_lines is not None else None
@@ -287,9 +298,11 @@ def tally(results, load=load_catalogue, release_root=None, secret_lines=None):
                 t.sentences[outcome.mistake] = outcome.description
             elif outcome.kind == UNNAMED:
                 t.unnamed[outcome.description] += 1
+            elif outcome.kind == FORBIDDEN:
+                t.routes[outcome.description] += 1
             t.students[student] = (outcome, float(cell.get("score") or 0), float(cell.get("max_score") or 0))
     ordered = dict(sorted(exercises.items(), key=lambda kv: (kv[0][0], kv[1].notebook, kv[1].position, kv[0][1])))
-    return ClassTally(ordered, sorted(not_graded), releases)
+    return ClassTally(ordered, sorted(not_graded), releases, review)
 
 
 def top_mistakes(ct, n=5):
@@ -332,7 +345,10 @@ def rows(ct):
             elif kind == UNNAMED and t.unnamed:
                 row(UNNAMED, sum(t.unnamed.values()), "",
                     " | ".join(f"{k}x {m}" for m, k in t.unnamed.most_common(3)))
-            elif kind not in (MISTAKE, UNNAMED) and t.kinds[kind]:
+            elif kind == FORBIDDEN and t.routes:
+                row(FORBIDDEN, sum(t.routes.values()), "",
+                    " | ".join(f"{k}x {m}" for m, k in t.routes.most_common(3)))
+            elif kind not in (MISTAKE, UNNAMED, FORBIDDEN) and t.kinds[kind]:
                 row(kind, t.kinds[kind])
     return out
 
@@ -343,7 +359,8 @@ CSV_HEADER = ["assignment", "notebook", "exercise", "title", "outcome", "mistake
 # --- report.html -----------------------------------------------------------------------------
 
 e = html.escape
-COLOURS = {PASSED: "#2ca02c", NOT_ATTEMPTED: "#dddddd", UNNAMED: "#555555", DID_NOT_RUN: "#9ecae1"}
+COLOURS = {PASSED: "#2ca02c", NOT_ATTEMPTED: "#dddddd", UNNAMED: "#555555", FORBIDDEN: "#7b3294",
+           DID_NOT_RUN: "#9ecae1"}
 PALETTE = ["#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f2704"]
 
 
@@ -369,6 +386,7 @@ def _chart(label, items):
     series = ([(PASSED, COLOURS[PASSED], lambda t: t.kinds[PASSED])]
               + [(m.replace("_", " "), PALETTE[i % len(PALETTE)], lambda t, m=m: t.mistakes[m]) for i, m in enumerate(names)]
               + [(UNNAMED, COLOURS[UNNAMED], lambda t: t.kinds[UNNAMED]),
+                 (FORBIDDEN, COLOURS[FORBIDDEN], lambda t: t.kinds[FORBIDDEN]),
                  (NOT_ATTEMPTED, COLOURS[NOT_ATTEMPTED], lambda t: t.kinds[NOT_ATTEMPTED]),
                  (DID_NOT_RUN, COLOURS[DID_NOT_RUN], lambda t: t.kinds[DID_NOT_RUN])])
     series = [s for s in series if any(s[2](t) for t in items)]
@@ -414,6 +432,8 @@ def _exercise_label(t):
 def _summary(t):
     bits = [f"{t.kinds[PASSED]} passed", f"{t.kinds[MISTAKE] + t.kinds[UNNAMED]} answered wrong",
             f"<b>{t.kinds[NOT_ATTEMPTED]} did not attempt it</b>"]
+    if t.kinds[FORBIDDEN]:
+        bits.append(f"{t.kinds[FORBIDDEN]} took a forbidden route (an integrity finding, not counted as wrong)")
     if t.kinds[DID_NOT_RUN]:
         bits.append(f"{t.kinds[DID_NOT_RUN]} did not run")
     return f"<p class='sum'>{t.total} graded: " + ", ".join(bits) + ".</p>"
@@ -427,7 +447,9 @@ def report_html(ct):
              "<p>Counts are students whose submission was graded. Each graded test cell has one outcome: "
              "<b>passed</b>; <b>not attempted</b> (the stub as released); a <b>catalogued mistake</b>, given "
              "in the sentence its exercise's catalogue shows students; <b>wrong, not named</b> (no catalogued "
-             "mistake explains it; its most frequent messages are shown); <b>did not run</b> (a timeout, a dead "
+             "mistake explains it; its most frequent messages are shown); <b>forbidden route</b> (the grader's "
+             "reading of the notebook found the answer using what the exercise forbids: an integrity finding, "
+             "never a misconception; the class overview names who); <b>did not run</b> (a timeout, a dead "
              "kernel, tampering). Blank and unrun cells are never counted as mistakes. No student is named here.</p>",
              "<h2>The five most common mistakes</h2>"]
     top = top_mistakes(ct)
@@ -467,6 +489,10 @@ def report_html(ct):
             parts.append(_summary(t))
             wrong = ([(k, Outcome(MISTAKE, m, t.sentences[m])) for m, k in t.mistakes.items()]
                      + ([(sum(t.unnamed.values()), None)] if t.unnamed else []))
+            if t.routes:
+                parts.append("<p><b>Forbidden route</b> (not a misconception): " + "".join(
+                    f"<br><span class='msg'>{e(m)}</span> <small>({n}&times;)</small>" for m, n in t.routes.most_common(3))
+                    + "</p>")
             if not wrong:
                 continue
             parts.append("<table><tr><th>students</th><th>of those who answered</th><th>wrong answer</th></tr>")
@@ -489,7 +515,7 @@ def report_html(ct):
 # --- class_overview.html (instructor only) ---------------------------------------------------
 
 CELL = {PASSED: ("ok", "passed"), NOT_ATTEMPTED: ("blank", "not attempted"), MISTAKE: ("mistake", None),
-        UNNAMED: ("wrong", "wrong"), DID_NOT_RUN: ("norun", "did not run")}
+        UNNAMED: ("wrong", "wrong"), FORBIDDEN: ("route", "forbidden route"), DID_NOT_RUN: ("norun", "did not run")}
 OVERVIEW_STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}"
     ".banner{background:#7a0000;color:#fff;padding:.6em 1em;font-weight:bold;font-size:1.1em;border-radius:4px}"
@@ -498,7 +524,7 @@ OVERVIEW_STYLE = (
     "td.n{text-align:right;white-space:nowrap}td.c{min-width:7em;max-width:12em}"
     ".score{display:block;color:#333;font-size:.85em}"
     ".ok{background:#d9f2d9}.blank{background:#fff3c4}.mistake{background:#fdd0a2}"
-    ".wrong{background:#f4a3a3}.norun{background:#cfe3f5}.ng{background:#eee;color:#555;font-style:italic}"
+    ".wrong{background:#f4a3a3}.route{background:#d9c2e8}.look{font-size:.9em}.norun{background:#cfe3f5}.ng{background:#eee;color:#555;font-style:italic}"
     "code{font-size:.95em}small,.id{color:#666}.legend span{display:inline-block;padding:.1em .5em;margin-right:.4em;"
     "border:1px solid #bbb}dl{font-size:.9em}dt{font-weight:bold;margin-top:.3em}dd{margin-left:1.5em}"
     ".msg{font-family:monospace;font-size:1em}")
@@ -520,7 +546,8 @@ def overview_html(ct, extensions=None):
              "<p class='legend'>" + "".join(f"<span class='{c}'>{label}</span>" for c, label in
                                             (("ok", "passed"), ("blank", "not attempted"),
                                              ("mistake", "catalogued mistake (its short name)"),
-                                             ("wrong", "wrong, not named"), ("norun", "did not run"),
+                                             ("wrong", "wrong, not named"),
+                                             ("route", "forbidden route (integrity finding)"), ("norun", "did not run"),
                                              ("ng", "not graded"))) + "</p>"]
     for assignment in ct.assignments():
         items = ct.of(assignment)
@@ -545,7 +572,7 @@ def overview_html(ct, extensions=None):
                     continue
                 outcome, score, max_score = t.students[s]
                 css, label = CELL[outcome.kind]
-                tip = outcome.description if outcome.kind in (MISTAKE, UNNAMED, DID_NOT_RUN) else ""
+                tip = outcome.description if outcome.kind in (MISTAKE, UNNAMED, FORBIDDEN, DID_NOT_RUN) else ""
                 label = label or outcome.mistake.replace("_", " ")
                 parts.append(f"<td class='c {css}'" + (f" title='{e(tip)}'" if tip else "") +
                              f">{e(label)}<span class='score'>{score:g} / {max_score:g}</span></td>")
@@ -562,6 +589,17 @@ def overview_html(ct, extensions=None):
             parts.append("<h3>Wrong (not named) and did not run: the messages</h3><dl>" + "".join(
                 f"<dt>{e(s)} &middot; {title_html(t.title)}</dt><dd class='msg'>{e(o.description)}</dd>"
                 for s, t, o in sorted(failures, key=lambda f: (f[0], f[1].position))) + "</dl>")
+        routes_taken = [(s, t, o) for t in items for s, (o, _, _) in sorted(t.students.items()) if o.kind == FORBIDDEN]
+        if routes_taken:
+            parts.append("<h3>Forbidden routes (integrity findings, scored zero)</h3><dl>" + "".join(
+                f"<dt>{e(s)} &middot; {title_html(t.title)}</dt><dd class='msg'>{e(o.description)}</dd>"
+                for s, t, o in sorted(routes_taken, key=lambda f: (f[0], f[1].position))) + "</dl>")
+        looks = sorted((s, notes) for (a, s), notes in ct.review.items() if a == assignment)
+        if looks:
+            parts.append("<h3>Worth a look (cost no point)</h3><p>Lines the grader cannot tell from an honest "
+                         "habit and that no answer's reach shows; nothing was deducted.</p><dl class='look'>" + "".join(
+                             f"<dt>{e(s)}</dt>" + "".join(f"<dd class='msg'>{e(n)}</dd>" for n in notes)
+                             for s, notes in looks) + "</dl>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

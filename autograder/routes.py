@@ -22,10 +22,18 @@ its answer can reach
   private namespaces (`torch._C`, `torch._VF`, ...), threads and processes; or names an
   attribute a library module does not have (one the notebook put there).
 
-and, anywhere in the notebook before the test cell (reached or not), when a cell starts threads
-or processes, registers IPython hooks, or assigns into a library's or the course's module.
+* changes a library module in an attribute the reach uses;
 
-Over-approximation is deliberate: a name bound in several cells reaches every binding. Honest
+and, anywhere in the notebook before the test cell, when a cell starts threads or processes, uses
+IPython's shell or a magic that runs unread code (%run), touches the grader's internals, or
+rewrites a `__module__`-style attribute. Bindings are followed in the notebook's order (a later
+`def softmax` replaces a scratch import); what the reader cannot tell from a habit and no reach
+shows (magics it does not read, a module changed elsewhere, a route outside the reach) is a
+`Note` for the instructor, never a failure. An exercise that forbids nothing is still read for
+the course's own pieces (`read`).
+
+Over-approximation is deliberate within that order: a name bound in several places after its
+last fresh binding reaches every one. Honest
 answers never need these routes; every solution, every second correct implementation in
 tests/exercises/alternatives_*.py and the real class's notebooks are read without a finding
 (tests/grading/test_routes.py).
@@ -45,6 +53,7 @@ from course_utils.grading import guards
 RESOLVED_ROOTS = ("torch", "numpy", "scipy", "sklearn", "math", "course_utils")
 
 # The course's modules an answer may never reach.
+# (course_utils.models is not: 08's block is built on the model's attention, given by the notebook.)
 COURSE_OFF_LIMITS = ("course_utils.widgets", "course_utils.reference", "course_utils.grading")
 
 # Modules whose use an answer's reach may not contain: each can run or find code by a route the
@@ -55,6 +64,8 @@ DYNAMIC_MODULES = (
     "dill", "cloudpickle", "copyreg", "code", "codeop", "runpy", "pkgutil",
     "sys.modules", "sys.settrace", "sys.setprofile", "sys._getframe", "sys.meta_path", "sys.path_hooks",
     "sys.addaudithook", "operator.attrgetter", "operator.methodcaller", "functools.partial.__call__",
+    "pydoc", "string.Formatter", "logging.config", "shelve", "joblib", "copy_reg", "traceback", "sys.exc_info",
+    "sys.exception", "sys.last_traceback", "sys.last_value", "sys.last_exc", "sys._current_frames",
 )
 # Names that start one of these run other programs or processes (os.execv, os.spawnl, ...).
 DYNAMIC_PREFIXES = ("os.system", "os.fork", "os.popen", "os.exec", "os.spawn", "os.posix_spawn", "os.kill")
@@ -62,17 +73,34 @@ DYNAMIC_PREFIXES = ("os.system", "os.fork", "os.popen", "os.exec", "os.spawn", "
 CONCURRENT_MODULES = ("threading", "_thread", "concurrent", "multiprocessing", "asyncio", "subprocess", "signal")
 
 DYNAMIC_BUILTINS = ("eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
-                    "get_ipython", "open")
+                    "get_ipython", "open", "__builtins__", "__loader__", "__spec__")
 NAME_TAKING_BUILTINS = ("getattr", "setattr", "delattr", "hasattr")
 DYNAMIC_ATTRIBUTES = (
     "__dict__", "__globals__", "__builtins__", "__subclasses__", "__getattribute__", "__getattr__",
     "__code__", "__closure__", "__wrapped__", "__func__", "__self__", "__mro__",
     "__bases__", "__base__", "__reduce__", "__reduce_ex__", "__setattr__", "__delattr__", "__defaults__",
-    "__kwdefaults__", "__loader__", "__spec__", "__import__",
+    "__kwdefaults__", "__loader__", "__spec__", "__import__", "__call__", "__traceback__",
+    "tb_frame", "tb_next", "f_back", "f_locals", "f_globals", "f_builtins", "gi_frame", "cr_frame", "ag_frame",
 )
+# Attributes whose rewriting disguises one function as another (the in-kernel guard trusts them):
+# a finding anywhere. Any other double-underscore attribute rewritten is worth a look only.
+DISGUISE_ATTRIBUTES = ("__module__", "__code__", "__globals__", "__class__", "__builtins__", "__dict__",
+                       "__closure__", "__defaults__", "__kwdefaults__", "__call__", "__getattr__",
+                       "__getattribute__", "__import__", "__spec__", "__loader__", "__wrapped__", "__func__")
+# Routes that can fetch any function, named to the instructor wherever they appear (inside an
+# answer's reach they fail it, as DYNAMIC_MODULES).
+REVIEWED_MODULES = ("pydoc.locate", "string.Formatter", "logging.config", "pickle", "dill", "cloudpickle",
+                    "shelve", "marshal", "importlib", "builtins", "sys.modules", "operator.attrgetter")
+# Running code's frames: the in-kernel guard's state, reached through a traceback.
+FRAME_ATTRIBUTES = ("tb_frame", "tb_next", "f_back", "f_locals", "f_globals", "f_builtins", "f_code",
+                    "gi_frame", "cr_frame", "ag_frame", "__traceback__")
 TORCH_HIDDEN_NAMESPACES = ("torch.ops", "torch.overrides", "torch.library", "torch.utils._python_dispatch",
                            "torch.compiler", "torch.jit", "torch.fx")
 
+
+# How a test cell's failing sentence starts when the reader decided it (report.py counts these
+# apart from wrong answers: an integrity finding, not a misconception).
+FORBIDDEN_ROUTE = "Forbidden route: "
 
 # An honest notebook holds well under 100,000 characters of code.
 MAX_SOURCE_CHARS = 2_000_000
@@ -97,43 +125,87 @@ def _ipython_to_python(source):
 
 
 # IPython magics whose only effect is on timing or display; %time and %%capture run their
-# argument or body as Python, which is read as if written without the magic. Any other magic
-# (%run, %%writefile, !commands, ...) stays a `get_ipython()` call, which is a finding.
+# argument or body as Python, which is read as if written without the magic (their options
+# first: `%timeit -n 20 -r 3 f(x)` reads `f(x)`). Magics that put code the grader cannot read
+# into the kernel (%run, %load_ext of a file, ...) stay a `get_ipython()` call, a route read like
+# any other. Every other magic (inspection, `%cd`, `%reset`, `%who`, one the reader does not
+# know) cannot reach an answer: it is dropped, and named in the instructor's "worth a look" list.
 # Shell commands (!pip, %%bash, %%writefile) are harmless here: they cannot change the kernel's
 # Python except through a file, and an answer that imports or opens one is refused anyway.
-HARMLESS_MAGICS = ("matplotlib", "config", "precision", "load_ext", "reload_ext", "autoreload", "pip", "conda",
-                   "debug", "pdb", "xmode", "who", "whos", "who_ls", "history", "pwd", "ls", "env", "writefile",
-                   "file", "bash", "sh", "script", "html", "HTML", "markdown", "latex", "javascript", "js", "svg")
+HARMLESS_MAGICS = ("matplotlib", "config", "precision", "pip", "conda", "mamba", "debug", "pdb", "xmode",
+                   "history", "pwd", "ls", "env", "file", "bash", "sh", "script", "html", "HTML", "markdown",
+                   "latex", "javascript", "js", "svg", "autoreload", "aimport", "load_ext", "reload_ext")
 TRANSPARENT_MAGICS = ("time", "timeit", "capture", "prun")
+# Magics that run code in the kernel which the notebook's text does not show.
+CODE_MAGICS = ("run", "rerun", "recall", "macro", "paste", "cpaste", "edit", "store", "load", "pylab",
+               "autocall", "loadpy", "ed", "r", "rep", "R")
+# Options of the transparent magics that take a value (`-n 20`), which come before the code.
+_MAGIC_VALUE_OPTIONS = {"timeit": "nrp", "time": "", "prun": "lrsTD", "capture": ""}
 SHELL_CALLS = ("system", "getoutput")  # !cmd and x = !cmd
+
+
+def _magic_code(name, line):
+    """The Python a transparent magic runs, its options (`-n 20 -r 3`) taken off."""
+    takes_value = _MAGIC_VALUE_OPTIONS.get(name, "")
+    rest = line.lstrip()
+    while rest.startswith("-"):
+        option, _, rest = rest.partition(" ")
+        rest = rest.lstrip()
+        if option[1:2] in takes_value and len(option) == 2:  # `-n 20`; `-n20` carries its value
+            _, _, rest = rest.partition(" ")
+            rest = rest.lstrip()
+    return rest
 
 
 def _magic_free(tree):
     """The module with the magics IPython turned into get_ipython() calls replaced by the Python
-    they run (transparent ones) or by nothing (harmless ones)."""
-    body = []
+    they run (transparent ones) or by nothing (harmless ones, and the ones that cannot reach an
+    answer: those are listed in `tree.unread_magics` as (line number, magic name) for review)."""
+    body, unread = [], []
     for node in tree.body:
         if isinstance(node, (ast.Expr, ast.Assign)) and _is_ipython_call(node.value, SHELL_CALLS):
             if isinstance(node, ast.Assign):  # x = !ls: x is bound, to text
                 node.value = ast.Constant("")
                 body.append(node)
             continue
-        call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+        call = node.value if isinstance(node, (ast.Expr, ast.Assign)) and isinstance(node.value, ast.Call) else None
         magic = call.func.attr if call is not None and isinstance(call.func, ast.Attribute) else None
         if (magic in ("run_line_magic", "run_cell_magic") and isinstance(call.func.value, ast.Call)
                 and _chain(call.func.value.func) == ["get_ipython"]
                 and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
                 and call.args):
             name, *rest = [a.value for a in call.args]
-            if name in HARMLESS_MAGICS:
-                continue
-            if name in TRANSPARENT_MAGICS:
-                inner = _parse("\n".join(r for r in rest if r) if magic == "run_cell_magic" else rest[0])
+            if name in TRANSPARENT_MAGICS and isinstance(node, ast.Expr):
+                if magic == "run_cell_magic":
+                    setup = _magic_code(name, rest[0]) if rest else ""
+                    inner = _parse("\n".join(r for r in (setup, *rest[1:]) if r))
+                else:
+                    inner = _parse(_magic_code(name, rest[0]) if rest else "")
                 if inner is not None:
+                    for sub in inner.body:  # the line numbers of the magic's line
+                        for n in ast.walk(sub):
+                            if hasattr(n, "lineno"):
+                                n.lineno = node.lineno
                     body.extend(inner.body)
                     continue
+            elif name in HARMLESS_MAGICS and not (name in ("load_ext", "reload_ext", "aimport") and rest
+                                                   and not all(_installed(m.split(".")[0]) for m in rest[0].split()
+                                                               if not m.startswith("-"))):
+                if isinstance(node, ast.Assign):
+                    node.value = ast.Constant("")
+                    body.append(node)
+                continue
+            elif name not in CODE_MAGICS and name not in TRANSPARENT_MAGICS:
+                unread.append((node.lineno, name))
+                if name == "writefile" and rest:
+                    unread[-1] = (node.lineno, "writefile " + rest[0].split()[-1] if rest[0].split() else "writefile")
+                if isinstance(node, ast.Assign):
+                    node.value = ast.Constant("")
+                    body.append(node)
+                continue
         body.append(node)
     tree.body = body
+    tree.unread_magics = unread
     return tree
 
 
@@ -145,6 +217,7 @@ def _is_ipython_call(node, methods):
             and all(isinstance(a, ast.Constant) for a in node.args))
 
 
+@functools.lru_cache(maxsize=2048)
 def _parse(source):
     """The cell's module, magics read through (cached: every test cell rereads the cells before
     it; callers must not change the tree)."""
@@ -171,14 +244,21 @@ def readable_cells(cells, before):
 class _Statement:
     """One top-level statement: what it binds, which global names it reads, its text."""
 
-    def __init__(self, node, lines):
+    def __init__(self, node, lines, position=0, ran=True):
         self.node = node
         self.lines = lines
+        self.position = position  # its place among the notebook's statements
+        self.ran = ran  # False: its cell raised, so it may have stopped before binding anything
         self.binds = set()
         self.assigns = set()  # names bound to a new object (not by import, not by changing it)
-        self.reads = set()
+        self.kills = set()  # names it binds afresh, unconditionally: earlier bindings are gone
+        self.reads = set()  # every global name it reads, now or when its functions run
+        self.deferred = set()  # the names it reads only inside functions and classes
+        self.late_binds = set()  # names its functions rebind (`global x; x = ...`) when called
         self.receivers = set()  # names whose method this statement calls at the top level
+        self.stores = {}  # root name -> [(node, changed attribute or None)] of x.a = ..., x[k] = ...
         self.imports = {}  # name -> dotted path, for every import anywhere inside
+        self.wildcard = False  # binds names the text does not show (`from helper import *`)
         self._read_names()
 
     def line(self, node):
@@ -191,6 +271,7 @@ class _Statement:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.binds.add(node.name)
             self.assigns.add(node.name)
+            self.kills.add(node.name)
         for sub in ast.walk(node):
             if isinstance(sub, ast.Import):
                 for alias in sub.names:
@@ -198,9 +279,24 @@ class _Statement:
                     self.imports[name] = alias.name if alias.asname else alias.name.split(".")[0]
             elif isinstance(sub, ast.ImportFrom) and sub.module and not sub.level:
                 for alias in sub.names:
-                    self.imports[alias.asname or alias.name] = f"{sub.module}.{alias.name}"
+                    if alias.name == "*":
+                        names = _public_names(sub.module)
+                        if names is None:
+                            self.wildcard = True
+                        for name in names or ():
+                            self.imports[name] = f"{sub.module}.{name}"
+                    else:
+                        self.imports[alias.asname or alias.name] = f"{sub.module}.{alias.name}"
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             self.binds.update(self.imports)
+            self.kills.update(self.imports)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                for sub in ast.walk(target):
+                    if isinstance(sub, ast.Name) and not isinstance(sub, ast.Starred):
+                        self.kills.add(sub.id)
+                    if isinstance(sub, (ast.Attribute, ast.Subscript)):
+                        break  # x.a = ...: x is changed, not bound afresh
         # Names bound at the top level (assignments, for targets, with ... as, walrus) and the
         # names whose objects the statement changes (x.a = ..., x[k] = ..., x.append(...), setattr(x, ...)).
         for sub in _top_level_nodes(node):
@@ -211,6 +307,9 @@ class _Statement:
                 root = _root_name(sub)
                 if root:
                     self.binds.add(root)
+                    target = sub if isinstance(sub, ast.Attribute) else sub.value
+                    self.stores.setdefault(root, []).append(
+                        (sub, target.attr if isinstance(target, ast.Attribute) else None))
             elif isinstance(sub, ast.Call):
                 if isinstance(sub.func, ast.Attribute):
                     root = _root_name(sub.func.value)
@@ -220,12 +319,45 @@ class _Statement:
                     root = _root_name(sub.args[0])
                     if root:
                         self.binds.add(root)
+                        name = sub.args[1] if len(sub.args) > 1 else None
+                        self.stores.setdefault(root, []).append(
+                            (sub, name.value if isinstance(name, ast.Constant) and isinstance(name.value, str)
+                             else "*"))
+        self.kills &= self.binds | set(self.imports)
         try:
             table = symtable.symtable(ast.unparse(node), "cell", "exec")
         except (SyntaxError, ValueError, RecursionError):
             table = None
         if table is not None:
             self.reads = _global_reads(table)
+            self.deferred = set().union(*(_global_reads(child) for child in table.get_children()))
+            self.late_binds = _global_writes(table)
+            self.binds |= self.late_binds
+
+
+@functools.lru_cache(maxsize=256)
+def _public_names(module):
+    """The names `from module import *` binds, for the modules the grader resolves; None for
+    any other (a file beside the notebook: what it binds cannot be read)."""
+    obj = _resolve(module)
+    if not isinstance(obj, types.ModuleType):
+        return None
+    names = getattr(obj, "__all__", None)
+    if names is None:
+        names = [n for n in dir(obj) if not n.startswith("_")]
+    return tuple(str(n) for n in names)
+
+
+def _global_writes(table):
+    """Names that the functions inside declare `global` and assign: bound whenever they run."""
+    out, stack = set(), list(table.get_children())
+    while stack:
+        scope = stack.pop()
+        for symbol in scope.get_symbols():
+            if symbol.is_declared_global() and symbol.is_assigned():
+                out.add(symbol.get_name())
+        stack.extend(scope.get_children())
+    return out
 
 
 def _top_level_nodes(node):
@@ -365,77 +497,154 @@ def _given_imports(cells, before):
     return imports
 
 
+class Note(str):
+    """A line worth the instructor's look: something the reader cannot tell from a habit, which
+    no answer's reach shows, so it costs no point (problems.csv, the class overview)."""
+
+
 class _Reader:
-    def __init__(self, sources, forbidden, given_imports=None):
+    def __init__(self, sources, forbidden, given_imports=None, failed=()):
+        """sources: (cell index, source) of the readable cells in order; failed: indices of the
+        cells that raised (their statements may not all have run, so they unbind nothing)."""
         self.statements = []
-        self.imports = {name: set(paths) for name, paths in (given_imports or {}).items()}
-        for _, source in sources:
+        self.given = {name: set(paths) for name, paths in (given_imports or {}).items()}
+        self.imports = {name: set(paths) for name, paths in self.given.items()}
+        self.unread = []  # (cell index, line, magic name): magics dropped unread
+        for index, source in sources:
             tree = _parse(source)
             if tree is None:
                 continue
             lines = _ipython_to_python(source).splitlines()
+            original = source.splitlines()
+            for number, name in getattr(tree, "unread_magics", ()):
+                text = original[number - 1].strip() if 0 < number <= len(original) else ""
+                text = text or next((ln.strip() for ln in original if ln.strip()), f"%{name}")
+                self.unread.append((index, text[:100], name))
             for node in tree.body:
-                statement = _Statement(node, lines)
+                statement = _Statement(node, lines, len(self.statements), index not in failed)
+                statement.cell = index
                 self.statements.append(statement)
                 for name, path in statement.imports.items():
                     self.imports.setdefault(name, set()).add(path)
-        self._follow_assigned_aliases()
+        self._follow_assigned_aliases(self.statements, self.imports)
         for statement in self.statements:
             statement.binds |= {name for name in statement.receivers if not self._is_module(name)}
+            # x.a = ... on a module changes the library, not a name: `torch.backends.cudnn.deterministic
+            # = True` is not part of every answer that uses torch (see module_changes).
+            statement.module_stores = {root: v for root, v in statement.stores.items() if self._is_module(root)}
+            for root in statement.module_stores:
+                if root not in statement.assigns and root not in statement.imports:
+                    statement.binds.discard(root)
         self.forbidden = {}
         for holder, attr, obj, label in guards._aliases(tuple(e for e in forbidden if "::" not in e)):
             self.forbidden.setdefault(id(obj), label)
+        self.active = self.imports
 
-    def _follow_assigned_aliases(self):
+    def _follow_assigned_aliases(self, statements, imports):
         """`g = guards` or `sm = scipy.special.softmax` at the top level: g and sm name what the
         chain names, for the checks that look at names (a module changed through an alias)."""
         for _ in range(3):
-            for statement in self.statements:
+            for statement in statements:
                 node = statement.node
                 if (isinstance(node, ast.Assign) and len(node.targets) == 1
                         and isinstance(node.targets[0], ast.Name)):
                     parts = _chain(node.value)
-                    for path in (self.paths(parts) if parts else []):
-                        self.imports.setdefault(node.targets[0].id, set()).add(path)
+                    for path in (self._paths(parts, imports) if parts else []):
+                        imports.setdefault(node.targets[0].id, set()).add(path)
 
     def _is_module(self, name):
         """Whether the name stands for a module (imported, or given another name for one)."""
-        for path in self.paths([name]) if name else []:
+        for path in self._paths([name], self.imports) if name else []:
             obj = _resolve(path)
             if isinstance(obj, types.ModuleType) or (obj is None and path.split(".")[0] not in RESOLVED_ROOTS
                                                       and path in self.imports.get(name, ())):
                 return True
         return False
 
-    def reach(self, name, substituted=()):
-        """The statements the answer `name` can reach, following names to their bindings; not
-        through `substituted`, the earlier exercises' pieces the grader replaces by correct ones
-        when it runs this answer (their own test cells judge them: one mistake, one penalty)."""
-        seen_names, reached, todo = set(substituted), [], [name]
-        while todo:
-            current = todo.pop()
-            if current in seen_names:
+    def _bindings(self, name, position, deferred):
+        """The statements whose binding of `name` the code at `position` can see: the last
+        statement that bound it afresh before `position` (in a cell that ran through) and every
+        binding after that one; for code that runs later (a function's body: `deferred`), also
+        every binding after `position`; object changes (x.a = ..., x.append(...)) and functions
+        that rebind it (`global`) whenever they are."""
+        start = 0
+        for statement in self.statements[:position]:
+            if name in statement.kills and statement.ran:
+                start = statement.position
+        out = []
+        for statement in self.statements[start:]:
+            if not (name in statement.binds or statement.wildcard):
                 continue
-            seen_names.add(current)
-            for statement in self.statements:
-                if current in statement.binds and statement not in reached:
+            if statement.position < position or deferred or name not in statement.kills:
+                out.append(statement)
+        out += [s for s in self.statements[:start] if name in s.late_binds]
+        return out
+
+    def reach(self, name, substituted=()):
+        """The statements the answer `name` can reach, following names to the bindings that
+        code can see, in the notebook's order (a later `def softmax` replaces a scratch `from
+        scipy.special import softmax`); not through `substituted`, the earlier exercises' pieces
+        the grader replaces by correct ones when it runs this answer (their own test cells judge
+        them: one mistake, one penalty). Also the module changes (x.a = ... on a library) whose
+        attribute the reach uses."""
+        end = len(self.statements)
+        seen, reached, todo = set(), [], [(name, end, False)]
+        used = {name}
+        changes = [(s, root, attr) for s in self.statements for root, stores in s.module_stores.items()
+                   for _, attr in stores]
+        while todo:
+            while todo:
+                current, position, deferred = todo.pop()
+                if current in substituted or (current, position, deferred) in seen:
+                    continue
+                seen.add((current, position, deferred))
+                for statement in self._bindings(current, position, deferred):
+                    if statement in reached:
+                        continue
                     reached.append(statement)
-                    todo.extend(statement.reads)
+                    used |= _names_used(statement.node)
+                    todo += [(n, statement.position, False) for n in statement.reads - statement.deferred]
+                    todo += [(n, statement.position, True) for n in statement.deferred]
+                    # names bound by the same statement share its objects (`f, box = make()`):
+                    # whatever later fills `box` reaches `f`
+                    todo += [(n, statement.position + 1, True) for n in statement.assigns if n != current]
+            for statement, root, attr in changes:
+                if statement not in reached and root in used and (attr in used or attr in ("*", None)):
+                    reached.append(statement)
+                    todo += [(n, statement.position, True) for n in statement.reads]
         return reached
 
-    def paths(self, parts):
+    def paths(self, parts, imports=None):
         """Dotted paths a chain may name, through every import of its first name."""
-        if parts[0] not in self.imports:
-            return []
-        return [".".join([base] + parts[1:]) for base in sorted(self.imports[parts[0]])]
+        return self._paths(parts, self.active if imports is None else imports)
 
-    def judge_statement(self, statement, answer):
+    @staticmethod
+    def _paths(parts, imports):
+        if parts[0] not in imports:
+            return []
+        return [".".join([base] + parts[1:]) for base in sorted(imports[parts[0]])]
+
+    def judge_statement(self, statement, answer, followed=None):
         """The statement's most telling finding: a forbidden function named outright says more
         than the container or route that holds it (`SimpleNamespace(sm=scipy.special.softmax)`)."""
-        found = [f for f in (self._judge_node(node, statement, answer) for node in ast.walk(statement.node)) if f]
+        calls = {id(n.func) for n in ast.walk(statement.node) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Name) and n.func.id in NAME_TAKING_BUILTINS}
+        found = [f for f in (self._judge_node(node, statement, answer, calls) for node in ast.walk(statement.node)) if f]
+        if isinstance(statement.node, (ast.Import, ast.ImportFrom)):
+            # `from course_utils.grading.parts import split_heads`: the import is the answer
+            where = f"(the line `{statement.line(statement.node)}`)"
+            for name, path in statement.imports.items():
+                if followed is None or name in followed:
+                    found.append(self._judge_path(path, where, answer))
+        for root, stores in getattr(statement, "module_stores", {}).items():
+            for node, attr in stores:
+                found.append(Finding(f"your notebook changes the module `{root}` (the line "
+                                     f"`{statement.line(node)}`), and `{answer}` uses what it changes: answers "
+                                     "use libraries as they are; remove the assignment", rank=-1))
+        found = [f for f in found if f]
         return min(found, key=lambda f: f.rank) if found else None
 
-    def _judge_node(self, node, statement, answer):
+    def _judge_node(self, node, statement, answer, calls=()):
         where = f"(the line `{statement.line(node)}`)"
         if isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRIBUTES:
             return Finding(f"`{answer}` reaches `.{node.attr}` {where}, a route the grader cannot follow: "
@@ -445,10 +654,22 @@ class _Reader:
                     len(node.args) < 2 or not isinstance(node.args[1], ast.Constant)):
                 return Finding(f"`{answer}` reaches `{node.func.id}` with a computed name {where}: the grader "
                                "cannot tell what that names, so write the attribute out")
-        if isinstance(node, ast.Name) and node.id in DYNAMIC_BUILTINS and node.id not in self.imports:
+        if (isinstance(node, ast.Name) and node.id in NAME_TAKING_BUILTINS and id(node) not in calls
+                and node.id not in self.active and not any(node.id in s.binds for s in self.statements)):
+            # `g = getattr`, `getattr.__call__(...)`, `functools.reduce(getattr, ...)`
+            return Finding(f"`{answer}` reaches `{node.id}` passed around as a value {where}, a route the "
+                           "grader cannot follow: write the attribute out")
+        if isinstance(node, ast.Name) and node.id in DYNAMIC_BUILTINS and node.id not in self.active:
             if not any(node.id in s.binds for s in self.statements):
                 return Finding(f"`{answer}` reaches `{node.id}` {where}, which runs code the grader cannot "
                                "read: write the code itself")
+        if isinstance(node, ast.Call):
+            loader = _chain(node.func)
+            for path in self.paths(loader) if loader else []:
+                if _unpickles(path, node):
+                    return Finding(f"`{answer}` reaches `{path}` {where}, which can load a function from a "
+                                   "file (a pickle), a route the grader cannot follow: load numbers only "
+                                   "(`weights_only=True`, `allow_pickle=False`) or write the code itself")
         if isinstance(node, (ast.Attribute, ast.Name, ast.Call)):
             parts = _chain(node)
             if parts:
@@ -458,10 +679,12 @@ class _Reader:
                         return finding
         return None
 
-    def _judge_path(self, path, where, answer):
+    def _judge_path(self, path, where, answer, course_only=False):
         if _startswith(path, COURSE_OFF_LIMITS):
             return Finding(f"`{answer}` reaches `{path}` {where}: the course's own helpers are not part "
                            "of an answer; write it yourself", rank=1)
+        if course_only:
+            return None
         if _startswith(path, DYNAMIC_MODULES) or path.startswith(DYNAMIC_PREFIXES):
             return Finding(f"`{answer}` reaches `{path}` {where}, a route the grader cannot follow: "
                            "call the functions you need by their names, in this thread")
@@ -469,6 +692,9 @@ class _Reader:
         if root not in RESOLVED_ROOTS and not _installed(root):
             return Finding(f"`{answer}` reaches `{path}` {where}, which is not a library the grader "
                            "knows (a file written from the notebook?): write the code in the notebook")
+        if root in self.written:
+            return Finding(f"`{answer}` reaches `{path}` {where}, a module the notebook writes itself "
+                           f"(`{self.written[root]}`), in place of the installed one: write the code in the notebook")
         if root == "torch" and (any(p.startswith("_") and not p.startswith("__") for p in rest)
                                 or _startswith(path, TORCH_HIDDEN_NAMESPACES)):
             return Finding(f"`{answer}` reaches `{path}` {where}: PyTorch's internal namespaces are "
@@ -482,8 +708,20 @@ class _Reader:
                            "you to write it without it", rank=0)
         return None
 
+    @functools.cached_property
+    def written(self):
+        """{module name: the magic's line} of the files %%writefile puts beside the notebook
+        (`%%writefile scipy.py`), which an import of that name would load in the kernel."""
+        out = {}
+        for _, line, name in self.unread:
+            if name.startswith("writefile ") and (module := _written_module(name.split(" ", 1)[1])):
+                out[module] = line
+        return out
+
     def judge_notebook(self, answer):
-        """Findings anywhere in the cells, reached or not: threads, hooks, changed modules."""
+        """Findings anywhere in the cells, reached or not: what runs beside the tests (threads,
+        processes, IPython's shell and hooks), the grader's internals, a function disguised as
+        another. Nothing here can be an honest habit."""
         for statement in self.statements:
             for node in ast.walk(statement.node):
                 where = f"(the line `{statement.line(node)}`)"
@@ -492,50 +730,157 @@ class _Reader:
                                    f"tests cannot count for `{answer}`; remove it")
                 parts = _chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
                 if parts:
-                    for path in self.paths(parts):
+                    for path in self.paths(parts, self.imports):
                         if _startswith(path, CONCURRENT_MODULES):
                             return Finding(f"your notebook uses `{path}` {where}: threads and processes "
                                            f"run beside the tests, so `{answer}` cannot be checked; remove them")
-                    for path in self.paths(parts):
+                    for path in self.paths(parts, self.imports):
                         if _startswith(path, ("course_utils.grading",)) and any(
                                 p.startswith("_") for p in path.split(".")):
                             return Finding(f"your notebook uses the grader's internals `{path}` {where}; "
                                            f"`{answer}` cannot count while it does: remove it")
                 if (isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del))
-                        and node.attr.startswith("__")):
+                        and node.attr in DISGUISE_ATTRIBUTES):
                     return Finding(f"your notebook rewrites `{node.attr}` {where}: that disguises one "
                                    f"function as another, so `{answer}` cannot count; remove it")
-                if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
-                    root = _root_name(node)
-                    if self._is_module(root):
-                        return Finding(f"your notebook changes the module `{root}` {where}: answers "
-                                       f"use libraries as they are; remove the assignment")
-                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                        and node.func.id in ("setattr", "delattr") and node.args):
-                    root = _root_name(node.args[0])
-                    if self._is_module(root):
-                        return Finding(f"your notebook changes the module `{root}` {where}: answers "
-                                       f"use libraries as they are; remove the call")
         return None
+
+    def notes(self):
+        """What the instructor may want to look at, reached by no answer: magics the reader does
+        not read, library modules changed, other double-underscore attributes rewritten, frames
+        and tracebacks looked into, files written under an installed module's name."""
+        out = []
+        for index, line, name in self.unread:
+            if name.startswith("writefile "):
+                module = _written_module(name.split(" ", 1)[1])
+                if not module or not _installed(module):
+                    continue
+                out.append(Note(f"worth a look: cell {index + 1} writes a file named like an installed "
+                                f"module (`{line}`); no answer imports it"))
+            else:
+                out.append(Note(f"worth a look: cell {index + 1} runs `{line}`, a magic the grader does not "
+                                f"read (it reaches no answer)"))
+        for statement in self.statements:
+            for root, stores in statement.module_stores.items():
+                for node, _ in stores:
+                    out.append(Note(f"worth a look: cell {statement.cell + 1} changes the module `{root}` "
+                                    f"(`{statement.line(node)}`); no answer uses what it changes"))
+            for node in ast.walk(statement.node):
+                if (isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del))
+                        and node.attr.startswith("__") and node.attr not in DISGUISE_ATTRIBUTES):
+                    out.append(Note(f"worth a look: cell {statement.cell + 1} rewrites `{node.attr}` "
+                                    f"(`{statement.line(node)}`)"))
+                elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRIBUTES:
+                    out.append(Note(f"worth a look: cell {statement.cell + 1} looks into running code's "
+                                    f"frames (`{statement.line(node)}`)"))
+                elif isinstance(node, ast.Name) and node.id == "__builtins__":
+                    out.append(Note(f"worth a look: cell {statement.cell + 1} uses `__builtins__` "
+                                    f"(`{statement.line(node)}`)"))
+                elif isinstance(node, (ast.Attribute, ast.Name)) and (parts := _chain(node)):
+                    for path in self.paths(parts, self.imports):
+                        if _startswith(path, REVIEWED_MODULES):
+                            out.append(Note(f"worth a look: cell {statement.cell + 1} uses `{path}` "
+                                            f"(`{statement.line(node)}`), which can fetch any function by a "
+                                            "route the grader cannot follow"))
+                            break
+        return list(dict.fromkeys(out))
+
+
+def _names_used(node):
+    """Every name and attribute name a statement mentions."""
+    out = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            out.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            out.add(sub.attr)
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str) and sub.value.isidentifier():
+            out.add(sub.value)  # getattr(x, "name")
+    return out
+
+
+def _written_module(target):
+    """'scipy.py' -> 'scipy', 'pkg/__init__.py' -> 'pkg', 'notes.txt' -> None: the top-level module
+    a file written beside the notebook would be imported as."""
+    parts = target.strip("'\"").replace("\\", "/").split("/")
+    if not parts[-1].endswith(".py"):
+        return None
+    name = parts[0] if len(parts) > 1 else parts[-1][:-3]
+    return name if name.isidentifier() else None
+
+
+def _unpickles(path, call):
+    """Whether a call to `path` may unpickle (and so bring back any function): pickle's loaders,
+    `np.load(..., allow_pickle=True)`, `torch.load` unless `weights_only=True`."""
+    keywords = {k.arg: k.value for k in call.keywords if k.arg}
+
+    def constant(name, default):
+        value = keywords.get(name)
+        return value.value if isinstance(value, ast.Constant) else (default if value is None else "?")
+    if path in ("numpy.load", "numpy.lib.npyio.load"):
+        return constant("allow_pickle", False) is not False
+    if path in ("torch.load", "torch.serialization.load"):
+        return constant("weights_only", _torch_weights_only_default()) is not True
+    return False
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_weights_only_default():
+    try:
+        import inspect
+        import torch
+        return inspect.signature(torch.load).parameters["weights_only"].default is not False and \
+            tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 6)
+    except Exception:  # noqa: BLE001 - without torch nothing loads through it
+        return False
+
+
+
+def read(cells, before, answer, forbidden, substituted=()):
+    """(finding, notes) for the test cell at index `before`: the sentence failing it for the
+    exercise whose answer is the name `answer` and which forbids `forbidden` ("module:attr"
+    entries), or None; and the lines worth the instructor's look, which cost nothing.
+
+    cells: the notebook's cells as the grader ran them; substituted: names of earlier pieces the
+    grader replaces by correct ones (Exercise.earlier). An exercise that forbids nothing is still
+    read for the course's own helpers in its answer's reach (`from course_utils.grading.parts
+    import split_heads` is the answer, shipped to students)."""
+    readable = readable_cells(cells, before)
+    if sum(len(source) for _, source in readable) > MAX_SOURCE_CHARS:
+        return (Finding(f"your notebook's code is longer than the grader reads ({MAX_SOURCE_CHARS:,} "
+                        f"characters), so it cannot tell which functions `{answer}` uses") if forbidden else None), []
+    failed = {i for i, _ in readable if any(o.get("output_type") == "error" for o in cells[i].get("outputs", ()) or ())}
+    reader = _Reader(readable, forbidden or (), _given_imports(cells, before), failed)
+    notes = reader.notes()
+    found = reader.judge_notebook(answer) if forbidden else None
+    if found:
+        return found, notes
+    reached = reader.reach(answer, substituted)
+    reader.active = {name: set(paths) for name, paths in reader.given.items()}
+    for statement in reached:
+        for name, path in statement.imports.items():
+            reader.active.setdefault(name, set()).add(path)
+    reader._follow_assigned_aliases(reached, reader.active)
+    followed = {name for statement in reached for name in statement.binds} | {answer}
+    if forbidden:
+        found = [f for f in (reader.judge_statement(s, answer, followed) for s in reached) if f]
+    else:
+        found = []
+        for statement in reached:
+            where = f"(the line `{statement.line(statement.node)}`)"
+            for name, path in statement.imports.items():
+                found.append(reader._judge_path(path, where, answer, course_only=True))
+            for node in ast.walk(statement.node):
+                parts = _chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+                for path in reader.paths(parts) if parts else []:
+                    found.append(reader._judge_path(path, f"(the line `{statement.line(node)}`)", answer,
+                                                    course_only=True))
+        found = [f for f in found if f]
+    return (min(found, key=lambda f: f.rank) if found else None), notes
 
 
 def finding(cells, before, answer, forbidden, substituted=()):
-    """The sentence failing the test cell at index `before` for the exercise whose answer is the
-    name `answer` and which forbids `forbidden` ("module:attr" entries), or None.
-
-    cells: the notebook's cells as the grader ran them; substituted: names of earlier pieces the
-    grader replaces by correct ones (Exercise.earlier)."""
+    """The sentence failing the test cell at index `before` (see `read`), or None."""
     if not forbidden:
         return None
-    readable = readable_cells(cells, before)
-    if sum(len(source) for _, source in readable) > MAX_SOURCE_CHARS:
-        return Finding(f"your notebook's code is longer than the grader reads ({MAX_SOURCE_CHARS:,} "
-                       f"characters), so it cannot tell which functions `{answer}` uses")
-    reader = _Reader(readable, forbidden, _given_imports(cells, before))
-    found = reader.judge_notebook(answer)
-    if found:
-        return found
-    found = [f for f in (reader.judge_statement(s, answer) for s in reader.reach(answer, substituted)) if f]
-    return min(found, key=lambda f: f.rank) if found else None
-
-
+    return read(cells, before, answer, forbidden, substituted)[0]

@@ -263,3 +263,30 @@ def test_think_first_outcomes_with_the_students_own_numbers():
         got = outcome(message)
         assert (got.kind, got.mistake) == (report.MISTAKE, name), message
     assert outcome("something else entirely").kind == report.UNNAMED
+
+
+def test_a_forbidden_route_is_an_integrity_finding_and_habits_are_worth_a_look(tmp_path):
+    """A route the reader decided has its own outcome (never "wrong, not named"); the lines it
+    could not tell from a habit are listed for the instructor, costing nothing (issue 37 item 8)."""
+    from autograder import routes
+    route = ("GradingError: " + routes.FORBIDDEN_ROUTE + "`softmax` reaches `scipy.special.softmax` "
+             "(the line `from scipy.special import softmax`): this exercise asks you to write it without it")
+    cheat = _result("cheat0", {"self_attention_softmax": route})
+    habit = _result("habit0")
+    habit["review"] = ["self_attention.ipynb: worth a look: cell 3 runs `np.exp?`, a magic the grader does not read"]
+    report.write(_class() + [cheat, habit], str(tmp_path))
+    with open(tmp_path / "mistakes.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    row = next(r for r in rows if r["outcome"] == "forbidden route")
+    assert row["exercise"] == "self_attention_softmax" and row["students"] == "1"
+    assert "scipy.special.softmax" in row["description"]
+    assert not any("scipy.special.softmax" in r["description"] for r in rows if r["outcome"] == "wrong, not named")
+    page = (tmp_path / "report.html").read_text()
+    assert "took a forbidden route" in page
+    top = page.split("The five most common mistakes", 1)[1].split("</table>", 1)[0]
+    assert "scipy.special.softmax" not in top
+    overview = (tmp_path / "class_overview.html").read_text()
+    cells = {m.group(1): m.group(2) for m in re.finditer(r"<tr><th>(\w+)</th>(.*?)</tr>", overview, re.S)}
+    assert "forbidden route" in cells["cheat0"] and ">wrong<" not in cells["cheat0"]
+    assert "Worth a look" in overview and html.escape("`np.exp?`") in overview
+    assert "6 / 6" in cells["habit0"]

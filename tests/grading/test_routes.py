@@ -284,3 +284,208 @@ def test_magics_and_shell_commands_that_cannot_reach_the_answer_are_allowed():
     assert _finding("05_self_attention", "self_attention_softmax", code) is None
     assert _finding("05_self_attention", "self_attention_softmax", "%%bash\necho hi\n") is None
     assert "get_ipython" in _finding("05_self_attention", "self_attention_softmax", "%run helper.py\n")
+
+
+# --- honest habits (issue 37 item 8): no point lost, each line shown to the instructor ----------
+
+HABITS = {
+    "%timeit with options": ("%timeit -n 20 -r 3 np.exp(np.ones(3))\n", None),
+    "help by a question mark": ("np.exp?\n", "np.exp?"),
+    "%whos": ("%whos\n", "%whos"),
+    "%pdoc": ("%pdoc np.exp\n", "%pdoc np.exp"),
+    "%cd": ("%cd /tmp\n", "%cd /tmp"),
+    "%reset": ("%reset -f\n", "%reset -f"),
+    "%lsmagic": ("%lsmagic\n", "%lsmagic"),
+    "cudnn made deterministic": ("torch.backends.cudnn.deterministic = True\n",
+                                 "torch.backends.cudnn.deterministic = True"),
+    "a figure size": ("import matplotlib.pyplot as plt\nplt.rcParams['figure.figsize'] = (6, 4)\n",
+                      "plt.rcParams['figure.figsize'] = (6, 4)"),
+    "an environment variable": ("import os\nos.environ['OMP_NUM_THREADS'] = '1'\n",
+                                "os.environ['OMP_NUM_THREADS'] = '1'"),
+}
+
+
+def _with_habit(code):
+    """05's solution with `code` as a scratch cell before its first answer: before every test cell."""
+    nb = _notebook("05_self_attention")
+    first = next(i for i, c in enumerate(nb.cells) if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    nb.cells.insert(first, nbformat.v4.new_code_cell(code))
+    return nb
+
+
+@pytest.mark.parametrize("name", HABITS)
+def test_an_honest_habit_costs_no_point_and_is_worth_a_look(name):
+    code, quoted = HABITS[name]
+    nb = _with_habit(code)
+    tests = list(_test_cells(nb))
+    assert len(tests) >= 5
+    for index, exercise in tests:
+        found, notes = routes.read(nb.cells, index, exercise.function_name, exercise.forbidden,
+                                   tuple(getattr(exercise, "earlier", ())))
+        assert found is None, (exercise.grade_id, found)
+    if quoted is None:  # read as the Python it runs: nothing left unread
+        assert not notes, notes
+    else:
+        assert any(quoted in n and n.startswith("worth a look") for n in notes), notes
+
+
+def test_a_scratch_import_replaced_by_the_students_def_costs_nothing():
+    """`from scipy.special import softmax` in a scratch cell, then the student's own `def softmax`:
+    the later def rebinds the name, so neither softmax nor attention_numpy reaches SciPy's."""
+    nb = _notebook("05_self_attention")
+    answer = next(i for i, c in enumerate(nb.cells)
+                  if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "self_attention_softmax")
+    nb.cells.insert(answer, nbformat.v4.new_code_cell("from scipy.special import softmax\nsoftmax(np.ones(3))\n"))
+    for index, exercise in _test_cells(nb):
+        assert routes.read(nb.cells, index, exercise.function_name, exercise.forbidden,
+                           tuple(getattr(exercise, "earlier", ())))[0] is None, exercise.grade_id
+    # the same import after the def is the answer: still found
+    nb.cells.insert(answer + 2, nbformat.v4.new_code_cell("from scipy.special import softmax\n"))
+    index, exercise = next((i, e) for i, e in _test_cells(nb) if e.grade_id == "self_attention_softmax")
+    assert "scipy.special.softmax" in routes.finding(nb.cells, index, exercise.function_name, exercise.forbidden)
+
+
+def test_a_def_in_a_cell_that_raised_does_not_replace_anything():
+    nb = _notebook("05_self_attention")
+    answer = next(i for i, c in enumerate(nb.cells)
+                  if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "self_attention_softmax")
+    cell = nbformat.v4.new_code_cell("from scipy.special import softmax\n")
+    nb.cells.insert(answer + 1, cell)
+    broken = nbformat.v4.new_code_cell("1 / 0\ndef softmax(x):\n    return x\n")
+    broken.outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="", traceback=[])]
+    nb.cells.insert(answer + 2, broken)
+    index, exercise = next((i, e) for i, e in _test_cells(nb) if e.grade_id == "self_attention_softmax")
+    assert "scipy.special.softmax" in routes.finding(nb.cells, index, exercise.function_name, exercise.forbidden)
+
+
+def test_a_module_change_the_answer_uses_is_still_found():
+    result = _finding("05_self_attention", "self_attention_softmax",
+                      "import scipy.special\nnp.exp = lambda x: scipy.special.softmax(x) * 0 + 1\n")
+    assert "changes the module `np`" in result
+
+
+# --- determined routes (issue 37 item 9): what is closed ------------------------------------
+
+DETERMINED = {
+    "getattr under another name": ("05_self_attention", "self_attention_softmax", """
+import scipy.special
+g = getattr
+def softmax(x):
+    return g(scipy.special, "softmax")(x, axis=-1)
+""", "getattr"),
+    "getattr.__call__": ("05_self_attention", "self_attention_softmax", """
+import scipy.special
+def softmax(x):
+    return getattr.__call__(scipy.special, "softmax")(x, axis=-1)
+""", "__call__"),
+    "functools.reduce over getattr": ("05_self_attention", "self_attention_softmax", """
+import functools, scipy
+def softmax(x):
+    return functools.reduce(getattr, ["special", "softmax"], scipy)(x, axis=-1)
+""", "getattr"),
+    "pydoc.locate": ("05_self_attention", "self_attention_softmax", """
+import pydoc
+def softmax(x):
+    return pydoc.locate("scipy.special.softmax")(x, axis=-1)
+""", "pydoc.locate"),
+    "string.Formatter().get_field": ("05_self_attention", "self_attention_softmax", """
+import string, scipy.special
+def softmax(x):
+    return string.Formatter().get_field("0.special.softmax", [scipy], {})[0](x, axis=-1)
+""", "string.Formatter"),
+    "logging's configurator": ("05_self_attention", "self_attention_softmax", """
+import logging.config
+def softmax(x):
+    logging.config.dictConfig({"version": 1, "filters": {"f": {"()": "scipy.special.softmax"}}})
+    return logging.getLogger().filters[0](x)
+""", "logging.config"),
+    "torch.load of a pickled function": ("05_self_attention", "self_attention_softmax", """
+import io
+_f = torch.load(io.BytesIO(_blob), weights_only=False)
+def softmax(x):
+    return _f(x, axis=-1)
+""", "torch.load"),
+    "np.load with pickles": ("05_self_attention", "self_attention_softmax", """
+_f = np.load("f.npy", allow_pickle=True).item()
+def softmax(x):
+    return _f(x, axis=-1)
+""", "numpy.load"),
+    "__import__ from __builtins__, encoded": ("05_self_attention", "self_attention_softmax", """
+import codecs
+def softmax(x):
+    m = __builtins__.__dict__["__vzcbeg__"[::-1]](codecs.decode("fpvcl.fcrpvny", "rot13"))
+    return m.special.softmax(x, axis=-1)
+""", "__builtins__"),
+    "a closure over a container a later cell fills": ("05_self_attention", "self_attention_softmax", """
+def _make():
+    box = []
+    return (lambda x: box[0](x, axis=-1)), box
+softmax, _box = _make()
+import scipy.special
+_box.append(scipy.special.softmax)
+""", "scipy.special.softmax"),
+    "%%writefile shadowing an installed package": ("05_self_attention", "self_attention_softmax", """
+%%writefile tqdm.py
+from scipy.special import softmax as f
+""", None),
+    "the guard's state through a traceback": ("05_self_attention", "self_attention_softmax", """
+import sys
+def softmax(x):
+    try:
+        raise ValueError
+    except ValueError:
+        frame = sys.exc_info()[2].tb_frame
+    return frame.f_globals["_lib"](x)
+""", "tb_frame"),
+    "the answer imported from the course": ("07_multi_head", "multi_head_split_heads", """
+from course_utils.grading.parts import split_heads
+""", "course_utils.grading.parts.split_heads"),
+}
+
+
+def test_a_route_outside_the_answers_reach_is_worth_a_look():
+    cells, index, exercise = _with_answer("05_self_attention", "self_attention_softmax",
+                                          "import pydoc\nf = pydoc.locate('scipy.special.softmax')\n")
+    found, notes = routes.read(cells, index, exercise.function_name, exercise.forbidden)
+    assert found is None and any("pydoc.locate" in n and "f = pydoc.locate" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("name", DETERMINED)
+def test_each_determined_route_is_closed(name):
+    topic, grade_id, code, words = DETERMINED[name]
+    if words is None:  # the file, then the answer importing it
+        cells, index, exercise = _with_answer(topic, grade_id, code)
+        cells.insert(index, nbformat.v4.new_code_cell("import tqdm\ndef softmax(x):\n    return tqdm.f(x, axis=-1)\n"))
+        result = routes.finding(cells, index + 1, exercise.function_name, exercise.forbidden)
+        assert result and "tqdm.py" in result, result
+        return
+    result = _finding(topic, grade_id, code)
+    assert result is not None and words in result, result
+
+
+def test_the_courses_pieces_are_found_even_where_nothing_is_forbidden():
+    cells, index, exercise = _with_answer("07_multi_head", "multi_head_split_heads",
+                                          "from course_utils.grading.parts import split_heads\n")
+    found, _ = routes.read(cells, index, exercise.function_name, ())
+    assert found and "course_utils.grading.parts.split_heads" in found
+    assert routes.finding(cells, index, exercise.function_name, ()) is None  # routes: only where forbidden
+
+
+def test_the_judge_marks_a_route_and_keeps_the_habits_for_problems_csv(tmp_path):
+    """judge.forbidden_route: a decided route starts with routes.FORBIDDEN_ROUTE (the report's own
+    outcome); the notes go into the test cell's metadata, which export lists in problems.csv."""
+    import types as _types
+    from autograder import export
+    nb = _with_habit("np.exp?\n")
+    index = next(i for i, e in _test_cells(nb) if e.grade_id == "self_attention_softmax")
+    assert judge.forbidden_route(nb.cells, index, nb.cells[index].source) is None
+    assert any("np.exp?" in n for n in nb.cells[index].metadata[judge.REVIEW_KEY])
+    folder = tmp_path / "shards" / "05_self_attention" / "s1" / "autograded" / "s1" / "05_self_attention"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "self_attention.ipynb"))
+    result = {"status": "graded"}
+    notes = export._review(_types.SimpleNamespace(work=str(tmp_path)), "s1", "05_self_attention", result)
+    assert notes and all(n.startswith("self_attention.ipynb: worth a look") for n in notes)
+    assert result["review"] == notes and any("np.exp?" in n for n in notes)
+    cells, index, _ = _with_answer(*ATTACKS["getattr with a constant name"][:3])
+    assert judge.forbidden_route(cells, index, cells[index].source).startswith(routes.FORBIDDEN_ROUTE)
