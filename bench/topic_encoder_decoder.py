@@ -7,8 +7,8 @@
    seconds of training to reach 99 % on the 200 curve dates (every 10 steps for the GRU, 50 for
    the Transformer; evaluation time excluded), and the held-out exact match at the end.
 3. The warm-up experiment of section 8 (four arms: post-norm and pre-norm, each with and without a
-   warm-up) on eight seeds at the notebook's learning rate 0.03 with its 25-step ramp and with a
-   10-step ramp, and at 0.01 with the 25-step ramp.
+   warm-up) on eight seeds at the notebook's learning rate 0.03 with its 20-step ramp and with a
+   10-step ramp, and at 0.01 with the 20-step ramp.
 """
 import numpy as np
 import torch

@@ -28,19 +28,21 @@ __all__ = ["EXAMPLES", "MODEL_CONFIG", "TRAINING", "STEPS", "WARMUP", "LEARNED",
 MODEL_CONFIG = dict(d_model=32, num_heads=4, num_layers=2, encoder_layers=1, d_ff=64, positions_from_end=True)
 TRAINING = dict(lr=2e-2, warmup=30, final=0.02, batch_size=64)
 STEPS = 400  # the notebook's budget for this model: >= 0.995 held-out exact match on every seed tried
-# Section 8's runs: four arms, five seeds each, at the learning rate 0.03 (`warmup_runs`' default), 100
-# steps with a 25-step ramp, the notebook's layout (one encoder layer, two decoder layers) at two heads.
-# The seeds of an arm train as one stacked model (`course_utils.stacked`), about a third of the CPU time
-# of the 150-step, two-encoder-layer runs done one by one before. `bench/topic_encoder_decoder.py`
+# Section 8's runs: four arms, five seeds each, at the learning rate 0.03 (`warmup_runs`' default), 80
+# steps with a 20-step ramp, the notebook's layout (one encoder layer, two decoder layers) at two heads.
+# The seeds of an arm train as one stacked model (`course_utils.stacked`): 12 to 17 s of CPU for the
+# twenty runs (AVX2 to default kernels), against 33 to 40 s for the 150-step, two-encoder-layer runs
+# done one by one before. `bench/topic_encoder_decoder.py`
 # repeats the runs with a 10-step ramp and on more seeds.
-WARMUP = dict(seeds=(0, 1, 2, 3, 4), steps=100, warmup=25, batch_size=32, last=10, encoder_layers=1)
+WARMUP = dict(seeds=(0, 1, 2, 3, 4), steps=80, warmup=20, batch_size=32, last=10, encoder_layers=1)
 # A run "learned" when the mean loss of its last steps is below this (nats per token): post-norm runs without
-# a warm-up stay above 0.6 on every CPU tried, every other run ends below 0.42.
-LEARNED = 0.5
+# a warm-up stay above 0.71 on every CPU tried, every other run ends below 0.5 and is still going down.
+LEARNED = 0.6
 # The least differences of means (nats per token) that section 8's facts claim: the warm-up's gain for
 # post-norm and for pre-norm. Measured with the notebook's five runs per arm on default, AVX2 and AVX-512
-# kernels: 0.475 to 0.516 and 0.089 to 0.105 (a mean moves by up to 0.04 between them). The smallest
-# single-run margins to LEARNED: post-norm without a warm-up 0.127 above it, every other run 0.080 below.
+# kernels: 0.403 to 0.428 and 0.097 to 0.104 (an arm's mean moves by up to 0.025 between them). The
+# smallest single-run margins to LEARNED: post-norm without a warm-up 0.116 above it, every other run
+# 0.106 below.
 WARMUP_GAINS = (0.3, 0.05)
 ARMS = ("post-norm, no warm-up", "post-norm, warm-up", "pre-norm, no warm-up", "pre-norm, warm-up")
 
@@ -157,7 +159,7 @@ def reached(history, target):
     return None, None
 
 
-def warmup_runs(seeds=(0, 1, 2), steps=100, lr=3e-2, warmup=25, batch_size=32, last=10,
+def warmup_runs(seeds=(0, 1, 2), steps=80, lr=3e-2, warmup=20, batch_size=32, last=10,
                 d_model=32, num_heads=2, num_layers=2, encoder_layers=1, d_ff=64, workers=2):
     """Post-norm and pre-norm, each with and without a learning-rate warm-up (`ARMS`), at a learning
     rate high enough to matter. A small model (`encoder_layers` encoder and `num_layers` decoder
@@ -229,12 +231,12 @@ def warmup_summary(runs, threshold=LEARNED, gains=WARMUP_GAINS):
 
     "table": for each arm, {"mean", "min", "max"} of the runs' final losses and "learned", how many
     runs end below `threshold`, of "seeds". The facts (booleans) are about counts and means, each
-    with a margin: a run's final loss moves by about 0.05 from one CPU's kernels to another's, an
+    with a margin: a run's final loss moves by a few hundredths from one CPU's kernels to another's, an
     arm's mean by less, so no fact compares two single runs, and each difference of means is
-    checked against the least gain (`gains`, nats per token) the measurement supports with room to
-    spare on every CPU tried (default, AVX2 and AVX-512 kernels). Post-norm with a warm-up ends close to
-    the two pre-norm arms, and its mean moves between those CPUs (by up to 0.04) nearly as much as
-    it differs from theirs, so no fact ranks it against them."""
+    checked against the least gain (`gains`, nats per token) the measurement supports with room
+    to spare on every CPU tried (default, AVX2 and AVX-512 kernels). Post-norm with a warm-up ends close to
+    pre-norm without one: its mean moves between those CPUs (by up to 0.025) as much as it differs
+    from that arm's, so no fact ranks those two."""
     names = [n for n in ARMS if n in runs]
     loss = {n: np.asarray(runs[n]["loss"], dtype=float) for n in names}
     table = {n: {"mean": float(v.mean()), "min": float(v.min()), "max": float(v.max()),

@@ -156,7 +156,7 @@ def test_warmup_summary_table_and_facts():
     assert len(facts) == 5 and all(facts.values()), facts
     post_gain, pre_gain = demo.WARMUP_GAINS
     # Each fact fails when its numbers say otherwise.
-    summary = demo.warmup_summary(_fake([1.0, 0.4, 0.95], [0.2, 0.6, 0.3], [0.3, 0.5, 0.2], [0.05, 0.5, 0.06]))
+    summary = demo.warmup_summary(_fake([1.0, 0.4, 0.95], [0.2, 0.6, 0.3], [0.3, 0.7, 0.2], [0.05, 0.5, 0.06]))
     assert summary["post-norm without a warm-up: no run learns"] is False
     assert summary["post-norm with a warm-up: every run learns"] is False
     assert summary["pre-norm, with or without a warm-up: every run learns"] is False
