@@ -56,7 +56,7 @@ def main():
             print(f"  {name}: steps to 99 % mean {steps.mean():.0f} (range {steps.min()}-{steps.max()}), "
                   f"seconds mean {seconds.mean():.1f} (range {seconds.min():.1f}-{seconds.max():.1f})")
 
-    settings = {k: v for k, v in demo.WARMUP.items() if k != "seeds"}
+    settings = {k: v for k, v in demo.WARMUP.items() if k not in ("seeds", "lr")}
     for lr, ramp in ((3e-2, settings["warmup"]), (3e-2, 10), (1e-2, settings["warmup"])):
         runs = demo.warmup_runs(seeds=WARMUP_SEEDS, lr=lr, **dict(settings, warmup=ramp))
         summary = demo.warmup_summary(runs)

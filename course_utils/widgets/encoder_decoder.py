@@ -19,7 +19,7 @@ from course_utils.stacked import Stack, adam_step, pad_stack
 from course_utils.training import in_parallel, one_thread
 from course_utils.widgets.bahdanau_attention import EXAMPLES  # notebook 04's dates, to compare the two
 
-__all__ = ["EXAMPLES", "MODEL_CONFIG", "TRAINING", "STEPS", "WARMUP", "LEARNED", "WARMUP_GAINS", "ARMS", "attention_view", "head_map", "bahdanau_alignment",
+__all__ = ["EXAMPLES", "MODEL_CONFIG", "TRAINING", "GRU_LR", "STEPS", "WARMUP", "LEARNED", "WARMUP_GAINS", "ARMS", "attention_view", "head_map", "bahdanau_alignment",
            "train_transformer", "train_bahdanau", "train_side_by_side", "reached", "warmup_runs", "warmup_summary"]
 
 
@@ -27,6 +27,7 @@ __all__ = ["EXAMPLES", "MODEL_CONFIG", "TRAINING", "STEPS", "WARMUP", "LEARNED",
 # positions counted from its end.
 MODEL_CONFIG = dict(d_model=32, num_heads=4, num_layers=2, encoder_layers=1, d_ff=64, positions_from_end=True)
 TRAINING = dict(lr=2e-2, warmup=30, final=0.02, batch_size=64)
+GRU_LR = 0.01  # notebook 04's GRU with Bahdanau attention trains at its own learning rate (seq2seq.fit's)
 STEPS = 400  # the notebook's budget for this model: >= 0.995 held-out exact match on every seed tried
 # Section 8's runs: four arms, five seeds each, at the learning rate 0.03 (`warmup_runs`' default), 80
 # steps with a 20-step ramp, the notebook's layout (one encoder layer, two decoder layers) at two heads.
@@ -34,7 +35,7 @@ STEPS = 400  # the notebook's budget for this model: >= 0.995 held-out exact mat
 # twenty runs (AVX2 to default kernels), against 33 to 40 s for the 150-step, two-encoder-layer runs
 # done one by one before. `bench/topic_encoder_decoder.py`
 # repeats the runs with a 10-step ramp and on more seeds.
-WARMUP = dict(seeds=(0, 1, 2, 3, 4), steps=80, warmup=20, batch_size=32, last=10, encoder_layers=1)
+WARMUP = dict(seeds=(0, 1, 2, 3, 4), steps=80, lr=3e-2, warmup=20, batch_size=32, last=10, encoder_layers=1)
 # A run "learned" when the mean loss of its last steps is below this (nats per token): post-norm runs without
 # a warm-up stay above 0.71 on every CPU tried, every other run ends below 0.5 and is still going down.
 LEARNED = 0.6
@@ -146,7 +147,7 @@ def _new_bahdanau(seed):
 
 
 def _fit_bahdanau(model, steps, seed, eval_pairs, eval_every, description):
-    return seq2seq.fit(model, steps, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
+    return seq2seq.fit(model, steps, lr=GRU_LR, seed=seed, eval_pairs=eval_pairs, eval_every=eval_every,
                        description=description or f"GRU + Bahdanau, seed {seed}")
 
 
