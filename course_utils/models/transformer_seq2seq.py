@@ -72,6 +72,9 @@ class Attention(nn.Module):
         self.attend = None
         self.keep_weights = False
         self.weights = None
+        # True: the scores, softmax and product written out instead of PyTorch's fused kernel, which
+        # torch.vmap runs copy by copy (`course_utils.stacked` trains stacked copies of this model).
+        self.explicit = False
 
     def _split(self, t):  # (B, n, d) -> (B, H, n, d_k)
         return t.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)
@@ -88,12 +91,13 @@ class Attention(nn.Module):
         if causal:
             lower = torch.ones(x.shape[1], memory.shape[1], dtype=torch.bool, device=x.device).tril()
             allowed = lower if allowed is None else allowed & lower
-        if self.keep_weights:
+        if self.keep_weights or self.explicit:
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
             if allowed is not None:
                 scores = scores.masked_fill(~allowed, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
-            self.weights = weights.detach()
+            if self.keep_weights:
+                self.weights = weights.detach()
             out = weights @ v
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)

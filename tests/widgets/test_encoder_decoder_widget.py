@@ -148,19 +148,34 @@ def _fake(post, post_w, pre, pre_w):
 
 
 def test_warmup_summary_table_and_facts():
-    summary = demo.warmup_summary(_fake([1.0, 0.9, 0.95], [0.2, 0.8, 0.3], [0.7, 0.1, 0.9], [0.05, 0.08, 0.06]))
-    assert summary["table"]["post-norm, warm-up"] == {"mean": pytest.approx(13 / 30), "min": 0.2, "max": 0.8,
-                                                      "learned": 2, "seeds": 3}
+    summary = demo.warmup_summary(_fake([1.0, 0.9, 0.95], [0.2, 0.3, 0.4], [0.3, 0.4, 0.45], [0.05, 0.08, 0.06]))
+    assert summary["table"]["post-norm, warm-up"] == {"mean": pytest.approx(0.3), "min": 0.2, "max": 0.4,
+                                                      "learned": 3, "seeds": 3}
     assert summary["table"]["post-norm, no warm-up"]["learned"] == 0
     facts = {name: flag for name, flag in summary.items() if name != "table"}
-    assert all(facts.values()), facts
+    assert len(facts) == 5 and all(facts.values()), facts
+    post_gain, pre_gain = demo.WARMUP_GAINS
     # Each fact fails when its numbers say otherwise.
-    summary = demo.warmup_summary(_fake([1.0, 0.4, 0.95], [0.2, 0.45, 0.6], [0.1, 0.1, 0.5], [0.05, 0.5, 0.06]))
-    assert summary["post-norm without warm-up: no seed learns"] is False
-    assert summary["pre-norm with warm-up: every seed learns"] is False
-    assert summary["warm-up lowers the final loss of every seed, post-norm and pre-norm"] is False
-    assert summary["pre-norm with warm-up ends lowest of the four, every seed"] is False
-    assert summary["post-norm with warm-up and pre-norm without: neither ends lower on every seed"] is False
-    summary = demo.warmup_summary(_fake([1.0, 0.9, 0.95], [0.2, 0.3, 0.3], [0.7, 0.1, 0.9], [0.05, 0.08, 0.06]))
-    assert summary["post-norm with warm-up and pre-norm without: each has seeds that learn and seeds that do not"] is False
+    summary = demo.warmup_summary(_fake([1.0, 0.4, 0.95], [0.2, 0.6, 0.3], [0.3, 0.7, 0.2], [0.05, 0.5, 0.06]))
+    assert summary["post-norm without a warm-up: no run learns"] is False
+    assert summary["post-norm with a warm-up: every run learns"] is False
+    assert summary["pre-norm, with or without a warm-up: every run learns"] is False
+    # Means closer than the margins: the warm-up "helps" by less than each claimed gain.
+    summary = demo.warmup_summary(_fake([0.7, 0.7], [0.7 - post_gain + 0.01] * 2, [0.3, 0.3],
+                                        [0.3 - pre_gain + 0.01] * 2))
+    assert summary[f"the warm-up lowers post-norm's mean final loss by more than {post_gain}"] is False
+    assert summary[f"the warm-up lowers pre-norm's mean final loss too, by more than {pre_gain}"] is False
     assert demo.warmup_summary(_fake([1.0], [0.6], [0.7], [0.55]), threshold=0.65)["table"]["pre-norm, warm-up"]["learned"] == 1
+
+
+def test_warmup_runs_train_each_model_as_ts_fit_trains_it_alone():
+    """The runs of an arm train as one stacked model; each still follows its own ts.fit run."""
+    settings = dict(steps=4, warmup=2, d_model=16, num_heads=2, num_layers=1, encoder_layers=1, d_ff=32)
+    runs = demo.warmup_runs(seeds=(0, 3), last=2, **settings)
+    for name, norm_first, ramp in ((demo.ARMS[1], False, 2), (demo.ARMS[2], True, 0)):
+        for row, seed in enumerate((0, 3)):
+            torch.manual_seed(seed)
+            model = ts.TransformerSeq2Seq(d_model=16, num_heads=2, num_layers=1, encoder_layers=1, d_ff=32,
+                                          norm_first=norm_first, positions_from_end=True)
+            history = ts.fit(model, 4, batch_size=32, lr=3e-2, warmup=ramp, seed=seed, description=None)
+            np.testing.assert_allclose(runs[name]["curves"][row], history["loss"], rtol=1e-4, atol=1e-4)
