@@ -217,19 +217,6 @@ QUOTED_CONSTANTS = {
 # Findings in notebooks being rewritten elsewhere: cleared after that branch merges.
 _REWRITTEN = "being rewritten on another branch"
 PROSE_ELSEWHERE = {
-    "10_encoder_decoder": {
-        "numbers": [
-            "markdown cell 19 quotes '40,000', which no stored output prints",
-            "markdown cell 19 quotes '1,000', which no stored output prints",
-            "markdown cell 24 quotes '0.01', which no stored output prints",
-            "markdown cell 32 quotes '0.03', which no stored output prints",
-            "markdown cell 32 quotes '0.03', which no stored output prints",
-            "markdown cell 32 quotes '0.03', which no stored output prints",
-            "markdown cell 36 quotes '0.01', which no stored output prints",
-        ],
-        "repeats": [
-        ],
-    },
 }
 
 _LATEX = re.compile(r"\$\$.*?\$\$|\$[^$\n]+?\$|\\\(.*?\\\)|\\\[.*?\\\]", re.DOTALL)
