@@ -55,6 +55,9 @@ RESOLVED_ROOTS = ("torch", "numpy", "scipy", "sklearn", "math", "course_utils")
 # The course's modules an answer may never reach.
 # (course_utils.models is not: 08's block is built on the model's attention, given by the notebook.)
 COURSE_OFF_LIMITS = ("course_utils.widgets", "course_utils.reference", "course_utils.grading")
+# ... except what says which question is the student's: a think-first answer computes from the
+# numbers `questions.numbers` gives it, as the solutions do (no answer is in there).
+COURSE_ALLOWED = ("course_utils.grading.questions",)
 
 # Modules whose use an answer's reach may not contain: each can run or find code by a route the
 # reader cannot follow.
@@ -680,7 +683,11 @@ class _Reader:
         return None
 
     def _judge_path(self, path, where, answer, course_only=False):
-        if _startswith(path, COURSE_OFF_LIMITS):
+        # `grading.questions.numbers(...)` is read node by node: `grading` and `grading.questions`
+        # lead to the allowed module and say nothing by themselves (`grading.parts.x` is judged
+        # as its own, longer path).
+        allowed = any(path == a or a.startswith(path + ".") or path.startswith(a + ".") for a in COURSE_ALLOWED)
+        if _startswith(path, COURSE_OFF_LIMITS) and not allowed:
             return Finding(f"`{answer}` reaches `{path}` {where}: the course's own helpers are not part "
                            "of an answer; write it yourself", rank=1)
         if course_only:

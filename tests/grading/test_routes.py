@@ -57,6 +57,17 @@ def test_every_solution_is_read_without_a_finding(path):
         assert routes.finding(nb.cells, index, exercise.function_name, exercise.forbidden) is None, exercise.grade_id
 
 
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.parent.name)
+def test_every_solution_passes_the_graders_own_reading(path):
+    """What the grader runs (judge.forbidden_route on each test cell, think-first ones included:
+    a solution computing from grading.questions.numbers was refused when the course's helpers
+    became off limits for every exercise)."""
+    nb = nbformat.read(path, 4)
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and judge.expected(cell.source):
+            assert judge.forbidden_route(nb.cells, index, cell.source) is None, (index, cell.source[:80])
+
+
 def _honest_functions(prefix, table_name):
     """(exercise, function) of the table `table_name` of tests/exercises/<prefix>_<topic>.py, for
     exercises that forbid something."""
