@@ -3,6 +3,7 @@ Assignment's "Configure Autograder" upload).
 
     python scripts/build_gradescope_zip.py [--out dist/gradescope-autograder.zip]
         [--assignment 05_self_attention] [--visibility after_due_date] [--require-sandbox]
+        [--timeout SECONDS] [--memory GIB]
 
 Built from a commit (HEAD by default), never from the working tree: `git archive` gives the
 committed files, so a half-edited solution, a local gradebook.db or a student's workspace/ can
@@ -41,6 +42,16 @@ def shipped(rel):
     return any(rel == s or (s.endswith("/") and rel.startswith(s)) for s in SHIPPED)
 
 
+def _positive(kind):
+    def parse(text):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def uncommitted(root):
     """What differs from HEAD among the files that ship."""
     paths = [s.rstrip("/") for s in SHIPPED] + list(AT_ROOT)
@@ -48,10 +59,17 @@ def uncommitted(root):
     return [line[3:] for line in status.splitlines() if line.strip()]
 
 
-def conf_text(assignment=None, visibility="after_due_date", require_sandbox=False):
+def conf_text(assignment=None, visibility="after_due_date", require_sandbox=False, timeout=None,
+              memory=None):
+    """gradescope.conf: run_autograder's settings (and setup.sh's, which warms the cache with the
+    same limits). timeout/memory left out mean the grader's defaults (60 s per cell, 4 GiB)."""
     lines = [f"visibility={visibility}", "sandbox=" + ("required" if require_sandbox else "fallback")]
     if assignment:
         lines.insert(0, f"assignment={assignment}")
+    if timeout is not None:
+        lines.append(f"timeout={int(timeout)}")
+    if memory is not None:
+        lines.append(f"memory={float(memory):g}")
     return "\n".join(lines) + "\n"
 
 
@@ -63,7 +81,7 @@ def _add(zf, name, data, executable=False):
 
 
 def build(out, root=ROOT, commit="HEAD", assignment=None, visibility="after_due_date",
-          require_sandbox=False):
+          require_sandbox=False, timeout=None, memory=None):
     """Write the zip; returns (its path, number of files, short revision)."""
     root = pathlib.Path(root)
     with tempfile.TemporaryDirectory(prefix="gradescope-zip-") as tmp:
@@ -83,7 +101,7 @@ def build(out, root=ROOT, commit="HEAD", assignment=None, visibility="after_due_
         with zipfile.ZipFile(partial, "w") as zf:
             for src, name in AT_ROOT.items():
                 _add(zf, name, (tree / src).read_bytes(), executable=True)
-            _add(zf, "gradescope.conf", conf_text(assignment, visibility, require_sandbox))
+            _add(zf, "gradescope.conf", conf_text(assignment, visibility, require_sandbox, timeout, memory))
             for rel in chosen:
                 mode = (tree / rel).stat().st_mode
                 _add(zf, rel, (tree / rel).read_bytes(), executable=bool(mode & 0o111))
@@ -104,9 +122,14 @@ def main(argv=None):
     p.add_argument("--require-sandbox", action="store_true",
                    help="refuse to grade when bubblewrap cannot create its sandbox in Gradescope's "
                         "container (default: grade inside the container's isolation then)")
+    p.add_argument("--timeout", type=_positive(int), default=None,
+                   help="per-cell timeout in seconds (default: the grader's, 60)")
+    p.add_argument("--memory", type=_positive(float), default=None,
+                   help="memory limit of the student's kernel in GiB (default: the grader's, 4)")
     args = p.parse_args(argv)
     out, n, revision = build(args.out, commit=args.commit, assignment=args.assignment,
-                             visibility=args.visibility, require_sandbox=args.require_sandbox)
+                             visibility=args.visibility, require_sandbox=args.require_sandbox,
+                             timeout=args.timeout, memory=args.memory)
     print(f"{out}: {n} files from commit {revision} ({out.stat().st_size / 2**20:.1f} MiB). "
           "It holds the solutions and hidden tests: upload it to Gradescope (Programming "
           "Assignment > Configure Autograder > Zip file upload), never give it to students.")

@@ -270,6 +270,23 @@ def test_run_autograder_passes_the_zip_settings(tmp_path):
     assert args("assignment=05_self_attention\nvisibility=visible\nsandbox=required\n")[4:] == [
         "/autograder/submission", "/autograder/results/results.json", "--visibility", "visible",
         "--assignment", "05_self_attention"]
+    assert args("visibility=hidden\ntimeout=120\nmemory=1.5\n")[4:] == [
+        "/autograder/submission", "/autograder/results/results.json", "--visibility", "hidden",
+        "--timeout", "120", "--memory", "1.5", "--container-fallback"]
+
+
+def test_the_zip_options_reach_gradescope_conf(tmp_path):
+    """--timeout and --memory of the zip builder are written to gradescope.conf (which
+    run_autograder and setup.sh's cache warming read); left out, the grader's defaults hold."""
+    sys.path.insert(0, str(H.REPO))
+    from scripts import build_gradescope_zip as B
+    assert B.conf_text() == "visibility=after_due_date\nsandbox=fallback\n"
+    assert B.conf_text("05_self_attention", "visible", True, 120, 1.5).splitlines() == [
+        "assignment=05_self_attention", "visibility=visible", "sandbox=required", "timeout=120", "memory=1.5"]
+    with pytest.raises(SystemExit):
+        B.main(["--timeout", "0"])
+    setup = (GRADESCOPE_DIR / "setup.sh").read_text()
+    assert "s/^timeout=//p" in setup and "s/^memory=//p" in setup  # the warm grading uses the same limits
 
 
 def test_gradescope_scripts_are_valid_bash_and_executable():
