@@ -11,8 +11,10 @@ never ship; uncommitted changes to what ships are named. At the zip's root: `set
 `run_autograder` (executable; from scripts/gradescope/), `gradescope.conf` (the options below),
 and the course as the grader needs it: pyproject.toml and README.md (pip install -e .),
 autograder/, course_utils/ WITH reference/ (the hidden tests' ground truth and mistake
-catalogues: the grader runs them outside the student's kernel), solutions/ and notebooks/.
-The zip holds the answers: upload it to Gradescope, never give it to students.
+catalogues: the grader runs them outside the student's kernel), solutions/ and notebooks/
+(with --assignment, only that assignment's folder of each), constraints.txt (the tested
+environment's versions, which setup.sh installs). The zip holds the answers: upload it to
+Gradescope, never give it to students.
 """
 import argparse
 import os
@@ -26,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from scripts.bundle import export_commit, git  # noqa: E402
 
-SHIPPED = ("pyproject.toml", "README.md", "autograder/", "course_utils/", "solutions/", "notebooks/")
+SHIPPED = ("pyproject.toml", "README.md", "constraints.txt", "autograder/", "course_utils/", "solutions/", "notebooks/")
 AT_ROOT = {"scripts/gradescope/setup.sh": "setup.sh",
            "scripts/gradescope/run_autograder": "run_autograder"}
 NEVER = ("gradebook.db", "workspace", "dist", ".venv", "__pycache__", ".ipynb_checkpoints", ".work")
@@ -35,9 +37,14 @@ VISIBILITIES = ("after_due_date", "visible", "hidden", "after_published")
 STAMP = (2020, 1, 1, 0, 0, 0)
 
 
-def shipped(rel):
+def shipped(rel, assignment=None):
+    """Whether a committed file ships; with `assignment`, of solutions/ and notebooks/ only that
+    assignment's folder (a Gradescope assignment grades one course assignment: the other
+    answers have no business there)."""
     parts = rel.split("/")
     if any(p in NEVER or p.endswith((".pyc", ".db")) for p in parts):
+        return False
+    if assignment and parts[0] in ("solutions", "notebooks") and (len(parts) < 3 or parts[1] != assignment):
         return False
     return any(rel == s or (s.endswith("/") and rel.startswith(s)) for s in SHIPPED)
 
@@ -94,7 +101,7 @@ def build(out, root=ROOT, commit="HEAD", assignment=None, visibility="after_due_
             raise SystemExit(f"no assignment {assignment} in solutions/ of commit {commit}")
         files = sorted(str(p.relative_to(tree)).replace(os.sep, "/") for p in tree.rglob("*")
                        if p.is_file() and not p.is_symlink())
-        chosen = [f for f in files if shipped(f)]
+        chosen = [f for f in files if shipped(f, assignment)]
         out = pathlib.Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".part")

@@ -127,7 +127,9 @@ def test_right_scores_full_marks_on_gradescope(graded):
     assert data["score"] == 5 and data["visibility"] == "visible"
     assert [(t["name"], t["score"], t["max_score"], t["output"], t["visibility"]) for t in data["tests"]] == [
         ("fixture_double_tests", 2, 2, "Passed.", "visible"), ("fixture_rows_tests", 3, 3, "Passed.", "visible")]
-    assert "output" not in data  # nothing to note
+    # nothing to note but whose numbers were graded (no metadata here: the placeholder)
+    assert data["output"].startswith("No student id was given") and "Notes from the grader" not in data["output"]
+    assert data["extra_data"]["student"] == "student"
     assert data["extra_data"]["sandboxed"] is True
     assert "00_fixture: 5/5" in proc.stderr
 
@@ -322,7 +324,7 @@ def test_the_zip_is_built_from_the_commit_not_the_working_tree(tmp_path):
             assert (infos[name].external_attr >> 16) & 0o111 == 0o111, name
         assert zf.read("gradescope.conf").decode().splitlines() == [
             "assignment=05_self_attention", "visibility=after_due_date", "sandbox=fallback"]
-        for needed in ("pyproject.toml", "README.md", "autograder/platforms.py", "autograder/__main__.py",
+        for needed in ("pyproject.toml", "README.md", "constraints.txt", "autograder/platforms.py", "autograder/__main__.py",
                        "course_utils/__init__.py", "course_utils/reference/__init__.py",
                        "solutions/05_self_attention/self_attention.ipynb",
                        "notebooks/05_self_attention/self_attention.ipynb"):
@@ -331,6 +333,25 @@ def test_the_zip_is_built_from_the_commit_not_the_working_tree(tmp_path):
         assert zf.read("autograder/platforms.py") != b"UNCOMMITTED"
         assert not [n for n in names if n.split("/")[0] in ("workspace", "dist", "tests", ".venv")
                     or n.endswith(("gradebook.db", ".pyc")) or n == "course_utils/stray.py"]
+        # one assignment's zip ships that assignment's answers and release, no other's
+        assert {tuple(n.split("/")[:2]) for n in names if n.startswith(("solutions/", "notebooks/"))} == {
+            ("solutions", "05_self_attention"), ("notebooks", "05_self_attention")}
+
+
+def test_the_zip_file_list(tmp_path):
+    """Which committed files ship, without building: with --assignment only its solutions/ and
+    notebooks/ folders; the constraints always (setup.sh installs with them)."""
+    sys.path.insert(0, str(H.REPO))
+    from scripts import build_gradescope_zip as B
+    assert B.shipped("constraints.txt") and B.shipped("solutions/06_scaling_dk/scaling_dk.ipynb")
+    assert B.shipped("solutions/05_self_attention/self_attention.ipynb", "05_self_attention")
+    assert B.shipped("notebooks/05_self_attention/self_attention.ipynb", "05_self_attention")
+    assert not B.shipped("solutions/06_scaling_dk/scaling_dk.ipynb", "05_self_attention")
+    assert not B.shipped("notebooks/06_scaling_dk/scaling_dk.ipynb", "05_self_attention")
+    assert not B.shipped("solutions/05_self_attention_old/x.ipynb", "05_self_attention")
+    assert not B.shipped("solutions/stray.ipynb", "05_self_attention")
+    assert B.shipped("course_utils/reference/mistakes/scaling_dk.py", "05_self_attention")
+    assert not B.shipped("tests/grading/test_platforms.py") and not B.shipped("scripts/bundle.py")
 
 
 def test_a_real_notebook_reads_as_in_the_class_report():
@@ -382,7 +403,72 @@ def test_the_submitter_id_comes_from_gradescope_metadata(tmp_path):
     assert platforms.submitter_id(upload) == "s1234"
     meta.write_text(json.dumps({"users": [{"email": "jdoe@uni.example", "sid": None}]}))
     assert platforms.submitter_id(upload) == "jdoe@uni.example"
-    meta.write_text(json.dumps({"users": [{"email": "not an id; rm -rf", "sid": ""}]}))
-    assert platforms.submitter_id(upload) == platforms.STUDENT
+    meta.write_text(json.dumps({"users": [{"email": "; / ..", "sid": ""}]}))
+    assert platforms.submitter_id(upload) == platforms.STUDENT  # nothing left of it
     meta.write_text("{broken")
     assert platforms.submitter_id(upload, "given-id") == "given-id"
+
+
+def test_an_id_intake_refuses_is_made_valid_by_the_documented_rule(tmp_path):
+    """ada+cs101@uni.edu used to become the placeholder `student` silently: now ID_RULE makes it
+    ada-cs101@uni.edu, and the results say which id the numbers were made for."""
+    from autograder import intake, platforms
+
+    assert platforms.valid_id("ada+cs101@uni.edu") == "ada-cs101@uni.edu"
+    assert platforms.valid_id(" s1234 ") == "s1234" and platforms.valid_id(20231234) == "20231234"
+    assert platforms.valid_id("not an id; rm -rf /") == "not-an-id--rm--rf--"
+    assert platforms.valid_id("+plus") == "plus" and platforms.valid_id("x" * 80) == "x" * 64
+    assert platforms.valid_id("Zoë Ünal") == "Zo---nal"
+    for bad in ("", "  ", "+", "../..", None, True, ["a"]):
+        assert platforms.valid_id(bad) is None, bad
+    for text in ("ada+cs101@uni.edu", "a b c", "é" * 70, "../../etc", "x;y|z"):
+        made = platforms.valid_id(text)
+        assert made is None or intake.STUDENT_ID.match(made), text
+    assert "'+'" not in platforms.ID_RULE and "'-'" in platforms.ID_RULE
+
+    upload = tmp_path / "submission"
+    upload.mkdir()
+    meta = tmp_path / "submission_metadata.json"
+    meta.write_text(json.dumps({"users": [{"email": "ada+cs101@uni.edu", "sid": None}]}))
+    ident = platforms.identify(upload)
+    assert ident == {"id": "ada-cs101@uni.edu", "source": "email", "raw": "ada+cs101@uni.edu", "members": []}
+    note = platforms.identity_note(ident)
+    assert "Graded for student id ada-cs101@uni.edu" in note and "ada+cs101@uni.edu" in note
+    assert platforms.ID_RULE in note and "group" not in note
+    meta.write_text(json.dumps({"users": [{"email": "ada@uni.edu", "sid": "s1"}, {"email": "bob@uni.edu", "sid": "s2"}]}))
+    ident = platforms.identify(upload)
+    assert ident["id"] == "s1" and ident["members"] == ["ada@uni.edu", "bob@uni.edu"]
+    note = platforms.identity_note(ident)
+    assert note.startswith("Graded for student id s1 (your Gradescope Student ID)")
+    assert "group submission of 2 students (ada@uni.edu, bob@uni.edu)" in note and "first member, ada@uni.edu" in note
+    meta.unlink()
+    assert "placeholder id \"student\"" in platforms.identity_note(platforms.identify(upload))
+
+    graded = {"status": "graded", "assignment": A, "problems": ["Tampering detected."], "sandboxed": True,
+              "seconds": 1.0, "student": "s1", "identity": note,
+              "cells": [{"name": "x", "grade_id": "g", "notebook": "n", "score": 1, "max_score": 1,
+                         "outcome": "passed", "message": "Passed."}]}
+    data = platforms.gradescope_results(graded)
+    check_gradescope(data)
+    assert data["output"] == note + "\n\nNotes from the grader: Tampering detected."
+    assert data["extra_data"]["student"] == "s1"
+    data = platforms.prairielearn_results(graded)
+    check_prairielearn(data)
+    assert data["output"] == note
+
+
+def test_test_names_are_plain_text():
+    """Gradescope and PrairieLearn show a test's name verbatim: no LaTeX, code or bold marks."""
+    from autograder import platforms
+
+    assert platforms.plain_name("Exercise 6 · Think before you run: where the $n^2$ term takes over") == \
+        "Exercise 6 · Think before you run: where the n^2 term takes over"
+    assert platforms.plain_name(r"Why divide by $\sqrt{d_k}$?") == "Why divide by sqrt(d_k)?"
+    assert platforms.plain_name(r"$\operatorname{var}(q \cdot k) = d_k$") == "var(q · k) = d_k"
+    assert platforms.plain_name(r"Training without the $T \times T$ matrix") == "Training without the T x T matrix"
+    assert platforms.plain_name(r"$$\frac{1}{\sqrt{d}}$$ and **bold**") == "(1)/(sqrt(d)) and bold"
+    assert platforms.plain_name("Exercise 1: `rnn_step`") == "Exercise 1: rnn_step"
+    result = {"cells": [{"notebook": "self_attention", "grade_id": "self_attention_crossover_tests",
+                         "score": 1, "max_score": 1, "message": ""}]}
+    row, = platforms._cells(result, "05_self_attention", str(H.REPO / "notebooks"), {})
+    assert row["name"] == "Exercise 6 · Think before you run: where the n^2 term takes over"
