@@ -35,9 +35,12 @@ python3.11 -m venv "$COURSE/.venv"
 pip="$COURSE/.venv/bin/pip"
 "$pip" install --no-cache-dir --upgrade pip
 # PyPI's torch for Linux is the CUDA build (gigabytes of nvidia-* wheels a grader never uses):
-# the CPU build first, from PyTorch's own index, at the course's pin.
-"$pip" install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-"$pip" install --no-cache-dir -e "$COURSE"
+# the CPU build first, from PyTorch's own index, at the course's pin, without its dependencies:
+# those come next from PyPI at the tested versions, with everything else (constraints.txt, the
+# full `pip freeze` of the environment the course was tested in), so an image built months
+# later holds what was tested.
+"$pip" install --no-cache-dir --no-deps torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+"$pip" install --no-cache-dir -c "$COURSE/constraints.txt" -e "$COURSE"
 
 # Fail the image build now rather than every submission later.
 "$COURSE/.venv/bin/python" -c "import torch, nbgrader, course_utils.reference, autograder.platforms; print('course installed: torch', torch.__version__)"

@@ -299,7 +299,44 @@ def test_gradescope_scripts_are_valid_bash_and_executable():
         assert r.returncode == 0, r.stderr
     setup = (GRADESCOPE_DIR / "setup.sh").read_text()
     assert "torch==2.13.0" in setup and "download.pytorch.org/whl/cpu" in setup
-    assert "bubblewrap" in setup and "pip\" install --no-cache-dir -e" in setup
+    assert "bubblewrap" in setup and 'pip" install --no-cache-dir -c "$COURSE/constraints.txt" -e' in setup
+    assert "-c constraints.txt -e '.[test]'" in (H.REPO / "Makefile").read_text()
+
+
+def _pins(lines):
+    import re
+    pins = {}
+    for line in lines:
+        line = line.split("#")[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            assert sep and version and ";" not in line, f"not an exact pin: {line}"
+            pins[re.sub(r"[-_.]+", "-", name).lower().strip()] = version.strip()
+    return pins
+
+
+def test_the_constraints_pin_the_tested_environment():
+    """constraints.txt (make setup and setup.sh install with it) pins every distribution of this
+    environment at its installed version, and nothing else, so an image built later cannot drift
+    from the tested one silently; pyproject.toml's pins agree with it. pip itself (setup.sh
+    upgrades it) and the course are left out; torch's CPU build label (+cpu) is not a version."""
+    import re
+    import sysconfig
+    import tomllib
+    from importlib import metadata
+
+    pins = _pins((H.REPO / "constraints.txt").read_text().splitlines())
+    where = sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
+    installed = {re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version.split("+")[0]
+                 for d in metadata.distributions(path=where)}
+    installed.pop("pip", None)
+    installed.pop("attention-course", None)
+    assert {n: v for n, v in installed.items() if pins.get(n) != v} == {}, "pinned otherwise or not at all"
+    assert sorted(set(pins) - set(installed)) == [], "pinned but not installed"
+    project = tomllib.loads((H.REPO / "pyproject.toml").read_text())["project"]
+    declared = _pins(project["dependencies"] + [d for ds in project["optional-dependencies"].values() for d in ds])
+    assert {n: v for n, v in declared.items() if pins.get(n) != v} == {}
+    assert pins["torch"] == "2.13.0"
 
 
 def test_the_zip_is_built_from_the_commit_not_the_working_tree(tmp_path):
