@@ -111,6 +111,37 @@ def find_notebooks(submission_dir, assignments, chosen=None):
     return assignment, {name: os.path.join(submission_dir, rel) for name, rel in found.items()}
 
 
+def _grade_ids(path):
+    """The nbgrader grade ids of a notebook file (empty when it cannot be read as one)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            cells = json.load(fh).get("cells") or []
+        return {c["metadata"]["nbgrader"]["grade_id"] for c in cells
+                if isinstance(c, dict) and isinstance(c.get("metadata"), dict)
+                and isinstance(c["metadata"].get("nbgrader"), dict)
+                and isinstance(c["metadata"]["nbgrader"].get("grade_id"), str)}
+    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+        return set()
+
+
+def check_belongs(files, assignment, source_root, names):
+    """Raise NotGradable, in one sentence, when an uploaded notebook is another assignment's: it
+    has graded cells and none of them is one of this assignment's. (nbgrader would otherwise fail
+    on it with a paragraph per foreign cell and "see the above traceback", which the student
+    cannot see.) An unreadable notebook is left to intake, which says why."""
+    expected = set()
+    for name in names:
+        expected |= _grade_ids(os.path.join(source_root, assignment, name))
+    for name, path in files.items():
+        found = _grade_ids(path)
+        if expected and found and not found & expected:
+            shown = ", ".join(sorted(found)[:3]) + (", ..." if len(found) > 3 else "")
+            raise NotGradable(
+                f"{os.path.basename(path)} is the notebook of another assignment (its exercises, {shown}, "
+                f"are not those of {assignment}): upload {' and '.join(names)}, the notebook of "
+                f"{assignment}, and submit again.")
+
+
 # --- grading: the class batch on a class of one -------------------------------------------------
 
 # Gradescope's ids and emails may hold characters a grading folder's id cannot (intake.STUDENT_ID:
@@ -214,6 +245,7 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
     try:
         try:
             chosen, files = find_notebooks(submission_dir, assignments, assignment)
+            check_belongs(files, chosen, os.path.join(course_root, "solutions"), assignments[chosen])
         except NotGradable as exc:
             return {"status": "not_gradable", "assignment": assignment or "", "cells": [],
                     "problems": [str(exc)], "sandboxed": not unsandboxed, "isolation": isolation,

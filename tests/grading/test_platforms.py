@@ -200,6 +200,38 @@ def test_an_upload_without_a_course_notebook_is_told_why(tmp_path):
     assert data["gradable"] is False and "No notebook of this course was found" in data["message"]
 
 
+def test_another_assignments_notebook_is_told_in_one_sentence(tmp_path):
+    """06's notebook uploaded to the fixture's assignment (graded under its name, as one notebook
+    of another name is) used to reach nbgrader, whose 1,700 characters ended in "see the above
+    traceback"; now it is refused before grading, in one sentence the student can act on."""
+    course = tmp_path / "course"
+    shutil.copytree(H.FIXTURE, course / "solutions")
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    shutil.copyfile(H.REPO / "notebooks" / "06_scaling_dk" / "scaling_dk.ipynb", folder / "scaling_dk.ipynb")
+    gs = run("gradescope", folder, tmp_path / "gs.json", course, "--assignment", A)
+    assert gs.returncode == 0, gs.stderr
+    data = json.loads((tmp_path / "gs.json").read_text())
+    check_gradescope(data)
+    assert data["score"] == 0 and data["tests"] == [] and data["visibility"] == "visible"
+    assert data["output"] == (
+        "Your submission could not be graded: scaling_dk.ipynb is the notebook of another assignment "
+        "(its exercises, scaling_dk_fit, scaling_dk_fit_tests, scaling_dk_jacobian, ..., are not those of "
+        f"{A}): upload {NB}, the notebook of {A}, and submit again.")
+    assert "traceback" not in data["output"] and len(data["output"]) < 300
+
+    from autograder.platforms import NotGradable, check_belongs
+    names = [NB]
+    check_belongs({NB: str(H.FIXTURE / A / NB)}, A, str(H.FIXTURE), names)  # its own: fine
+    empty = tmp_path / "empty.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), empty)
+    check_belongs({NB: str(empty)}, A, str(H.FIXTURE), names)  # no graded cells: intake's to judge
+    (tmp_path / "broken.ipynb").write_text("{not json")
+    check_belongs({NB: str(tmp_path / "broken.ipynb")}, A, str(H.FIXTURE), names)
+    with pytest.raises(NotGradable, match="another assignment"):
+        check_belongs({NB: str(folder / "scaling_dk.ipynb")}, A, str(H.FIXTURE), names)
+
+
 def test_a_grader_that_refuses_writes_no_gradescope_score(tmp_path):
     """A broken set-up must not record zeros: Gradescope gets no results.json (an autograder
     failure; a stale file is removed) and exit status 2; PrairieLearn a not-gradable result with
