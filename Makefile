@@ -18,7 +18,7 @@ setup: $(READY)
 $(READY): pyproject.toml scripts/student_lab/overrides.json
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11 (set PYTHON=...)"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
 	@# pip installs and enables the nbgrader and widget extensions; prove it rather than trust it.
 	$(BIN)/jupyter server extension list 2>&1 | grep -q "nbgrader.server_extensions.validate_assignment.*enabled"
 	$(BIN)/jupyter labextension list 2>&1 | grep -q "@jupyter/nbgrader.*enabled"

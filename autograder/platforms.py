@@ -42,6 +42,7 @@ Why it is built this way:
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -110,27 +111,111 @@ def find_notebooks(submission_dir, assignments, chosen=None):
     return assignment, {name: os.path.join(submission_dir, rel) for name, rel in found.items()}
 
 
+def _grade_ids(path):
+    """The nbgrader grade ids of a notebook file (empty when it cannot be read as one)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            cells = json.load(fh).get("cells") or []
+        return {c["metadata"]["nbgrader"]["grade_id"] for c in cells
+                if isinstance(c, dict) and isinstance(c.get("metadata"), dict)
+                and isinstance(c["metadata"].get("nbgrader"), dict)
+                and isinstance(c["metadata"]["nbgrader"].get("grade_id"), str)}
+    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+        return set()
+
+
+def check_belongs(files, assignment, source_root, names):
+    """Raise NotGradable, in one sentence, when an uploaded notebook is another assignment's: it
+    has graded cells and none of them is one of this assignment's. (nbgrader would otherwise fail
+    on it with a paragraph per foreign cell and "see the above traceback", which the student
+    cannot see.) An unreadable notebook is left to intake, which says why."""
+    expected = set()
+    for name in names:
+        expected |= _grade_ids(os.path.join(source_root, assignment, name))
+    for name, path in files.items():
+        found = _grade_ids(path)
+        if expected and found and not found & expected:
+            shown = ", ".join(sorted(found)[:3]) + (", ..." if len(found) > 3 else "")
+            raise NotGradable(
+                f"{os.path.basename(path)} is the notebook of another assignment (its exercises, {shown}, "
+                f"are not those of {assignment}): upload {' and '.join(names)}, the notebook of "
+                f"{assignment}, and submit again.")
+
+
 # --- grading: the class batch on a class of one -------------------------------------------------
 
-def submitter_id(submission_dir, given=None):
-    """The id a submission is graded under: `given` (--student), else on Gradescope the
-    submitter's Student ID from submission_metadata.json beside the upload (their email when the
-    roster has none), else the placeholder STUDENT. Think-first questions have numbers per student
-    (course_utils/grading/questions.py): this id must be the one the student worked under, or
-    their own right answers read as another student's (the feedback then says so)."""
-    candidates = [given]
+# Gradescope's ids and emails may hold characters a grading folder's id cannot (intake.STUDENT_ID:
+# letters, digits, ".", "_", "@", "-"; at most 64, a letter or digit first), "+" above all
+# (ada+cs101@uni.edu). Such an id is not dropped but made valid by one documented rule.
+ID_RULE = ("every character other than a letter, a digit, '.', '_', '@' or '-' becomes '-', "
+           "leading punctuation is dropped and the id is cut at 64 characters")
+_ID_CHARS = re.compile(r"[^A-Za-z0-9._@-]")
+
+
+def valid_id(text):
+    """`text` as a valid student id by ID_RULE (ada+cs101@uni.edu -> ada-cs101@uni.edu), or None
+    when nothing is left of it."""
+    if not isinstance(text, (str, int)) or isinstance(text, bool):
+        return None
+    made = _ID_CHARS.sub("-", str(text).strip()).lstrip("._@-")[:64]
+    return made if intake.STUDENT_ID.match(made) else None
+
+
+def identify(submission_dir, given=None):
+    """Who a submission is graded for: {"id", "source", "raw", "members"}.
+
+    `given` (--student) first, else on Gradescope the first user of submission_metadata.json
+    beside the upload: their Student ID, else their email; else the placeholder STUDENT (source
+    None). An id intake would refuse is made valid by ID_RULE (raw keeps what was given).
+    `members`: every user of a group submission ([] for one student): it is graded once, for the
+    first of them."""
+    users = []
     meta = os.path.join(os.path.dirname(os.path.abspath(submission_dir)), "submission_metadata.json")
     try:
         with open(meta, encoding="utf-8") as fh:
-            users = json.load(fh).get("users") or []
-        first = users[0] if users and isinstance(users[0], dict) else {}
-        candidates += [first.get("sid"), first.get("email")]
-    except (OSError, ValueError, AttributeError):
+            data = json.load(fh)
+        users = [u for u in (data.get("users") or []) if isinstance(u, dict)]
+    except (OSError, ValueError, AttributeError, TypeError):
         pass
-    for candidate in candidates:
-        if isinstance(candidate, str) and intake.STUDENT_ID.match(candidate.strip()):
-            return candidate.strip()
-    return STUDENT
+    first = users[0] if users else {}
+    members = [str(u.get("email") or u.get("name") or u.get("sid") or "?") for u in users] if len(users) > 1 else []
+    for source, raw in (("--student", given), ("Student ID", first.get("sid")), ("email", first.get("email"))):
+        made = valid_id(raw)
+        if made:
+            return {"id": made, "source": source, "raw": str(raw).strip(), "members": members}
+    return {"id": STUDENT, "source": None, "raw": None, "members": members}
+
+
+def submitter_id(submission_dir, given=None):
+    """The id a submission is graded under (`identify`). Think-first questions have numbers per
+    student (course_utils/grading/questions.py): this id must be the one the student worked
+    under, or their own right answers read as another student's (the feedback then says so)."""
+    return identify(submission_dir, given)["id"]
+
+
+def identity_note(ident):
+    """What the results say about whose numbers were graded (one or two sentences)."""
+    sid = ident["id"]
+    if ident["source"] is None:
+        text = (f"No student id was given, so this was graded under the placeholder id \"{sid}\": "
+                "the Think first questions were checked against that id's numbers, not yours.")
+    elif ident["raw"] != sid:
+        text = (f"Graded for student id {sid}, made from your {_source_words(ident['source'])} "
+                f"{ident['raw']} ({ID_RULE}): the Think first questions were checked against that "
+                "id's numbers.")
+    else:
+        text = (f"Graded for student id {sid} (your {_source_words(ident['source'])}): the Think "
+                "first questions were checked against that id's numbers.")
+    if ident["members"]:
+        text += (f" This is a group submission of {len(ident['members'])} students "
+                 f"({', '.join(ident['members'])}); it was graded once, for its first member, "
+                 f"{ident['members'][0]}, whose numbers were used.")
+    return text
+
+
+def _source_words(source):
+    return {"--student": "instructor-given id", "Student ID": "Gradescope Student ID",
+            "email": "Gradescope email"}.get(source, source)
 
 
 def grade_one(submission_dir, *, course_root, assignment=None, container_fallback=False,
@@ -142,7 +227,8 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
     from . import sandbox
 
     started = time.monotonic()
-    student = submitter_id(submission_dir, student)
+    ident = identify(submission_dir, student)
+    student = ident["id"]
     course_root = os.path.abspath(course_root)
     assignments = batch.course_assignments(os.path.join(course_root, "solutions"))
     if not assignments:
@@ -159,6 +245,7 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
     try:
         try:
             chosen, files = find_notebooks(submission_dir, assignments, assignment)
+            check_belongs(files, chosen, os.path.join(course_root, "solutions"), assignments[chosen])
         except NotGradable as exc:
             return {"status": "not_gradable", "assignment": assignment or "", "cells": [],
                     "problems": [str(exc)], "sandboxed": not unsandboxed, "isolation": isolation,
@@ -198,6 +285,7 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
         release_root = os.path.join(job.work, "course", "release")
         cells = _cells(result, chosen, release_root, job.prepared[chosen]["secret_lines"])
         return {"status": "graded", "assignment": chosen, "cells": cells, "problems": problems,
+                "student": student, "identity": identity_note(ident),
                 "sandboxed": not unsandboxed, "isolation": isolation, "seconds": round(time.monotonic() - started, 1),
                 "cached": sorted(job.cached)}
     finally:
@@ -371,6 +459,32 @@ def _sentence(message):
     return report.clean(text.splitlines()[0] if text else "", 300)
 
 
+_LATEX_WORDS = {"times": "x", "cdot": "·", "le": "<=", "leq": "<=", "ge": ">=", "geq": ">=",
+                "neq": "!=", "to": "->", "rightarrow": "->", "approx": "~", "infty": "inf",
+                "ldots": "...", "dots": "...", "cdots": "..."}
+
+
+def _plain_math(match):
+    s = match.group(1) or match.group(2)
+    s = re.sub(r"\\sqrt\{([^{}]*)\}", r"sqrt(\1)", s)
+    s = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", s)
+    s = re.sub(r"\\(?:operatorname|mathrm|text|textrm|mathbf|mathit|boldsymbol|mathcal)\{([^{}]*)\}", r"\1", s)
+    s = re.sub(r"\\(?:left|right)(?=[()\[\]|.])", "", s)
+    s = re.sub(r"\\[,;:! ]", " ", s)
+    s = re.sub(r"\\([A-Za-z]+)", lambda w: _LATEX_WORDS.get(w.group(1), w.group(1)), s)
+    return s.replace("{", "").replace("}", "")
+
+
+def plain_name(text):
+    """A test's name as plain text (the platforms show names verbatim): LaTeX math without its
+    markup ("$n^2$" -> "n^2", "$\\sqrt{d_k}$" -> "sqrt(d_k)", "$T \\times T$" -> "T x T"), code
+    and emphasis marks dropped."""
+    text = re.sub(r"\$\$(.+?)\$\$|\$(.+?)\$", _plain_math, str(text))
+    text = re.sub(r"`([^`]*)`", r"\1", text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"\1", text)
+    return " ".join(text.split())
+
+
 def _cells(result, assignment, release_root, secret_lines):
     """The graded test cells as the student should read them, in notebook order."""
     catalogue = report.load_catalogue(assignment)
@@ -396,7 +510,7 @@ def _cells(result, assignment, release_root, secret_lines):
             text = "Failed (the message quoted a hidden test, so it is not shown)."
         else:
             text = _sentence(message) or "Failed (the test cell raised an error without a message)."
-        rows.append({"name": release.titles.get(gid) or release.titles.get(exercise) or gid,
+        rows.append({"name": plain_name(release.titles.get(gid) or release.titles.get(exercise) or gid),
                      "grade_id": gid, "notebook": nb, "score": float(cell.get("score") or 0),
                      "max_score": float(cell.get("max_score") or 0), "outcome": outcome.kind,
                      "mistake": outcome.mistake, "message": text,
@@ -432,10 +546,15 @@ def gradescope_results(graded, visibility="after_due_date"):
               "output": c["message"], "visibility": visibility,
               "extra_data": {"grade_id": c["grade_id"], "notebook": c["notebook"], "outcome": c["outcome"]}}
              for c in graded["cells"]]
+    if graded.get("student"):
+        extra["student"] = graded["student"]
     out = {"score": _points(sum(c["score"] for c in graded["cells"])), "tests": tests,
            "visibility": visibility, "stdout_visibility": "hidden", "extra_data": extra}
+    notes = [graded["identity"]] if graded.get("identity") else []
     if graded["problems"]:
-        out["output"] = "Notes from the grader: " + " ".join(graded["problems"])
+        notes.append("Notes from the grader: " + " ".join(graded["problems"]))
+    if notes:
+        out["output"] = "\n\n".join(notes)
     return out
 
 
@@ -452,7 +571,7 @@ def prairielearn_results(graded):
     return {"gradable": True, "score": round(got / full, 6) if full else 0.0,
             "message": (f"{_points(got)} of {_points(full)} points."
                         + (" Notes from the grader: " + " ".join(graded["problems"]) if graded["problems"] else "")),
-            "output": "", "tests": tests}
+            "output": graded.get("identity") or "", "tests": tests}
 
 
 def write_json(path, data):

@@ -3,6 +3,7 @@ Assignment's "Configure Autograder" upload).
 
     python scripts/build_gradescope_zip.py [--out dist/gradescope-autograder.zip]
         [--assignment 05_self_attention] [--visibility after_due_date] [--require-sandbox]
+        [--timeout SECONDS] [--memory GIB]
 
 Built from a commit (HEAD by default), never from the working tree: `git archive` gives the
 committed files, so a half-edited solution, a local gradebook.db or a student's workspace/ can
@@ -10,8 +11,10 @@ never ship; uncommitted changes to what ships are named. At the zip's root: `set
 `run_autograder` (executable; from scripts/gradescope/), `gradescope.conf` (the options below),
 and the course as the grader needs it: pyproject.toml and README.md (pip install -e .),
 autograder/, course_utils/ WITH reference/ (the hidden tests' ground truth and mistake
-catalogues: the grader runs them outside the student's kernel), solutions/ and notebooks/.
-The zip holds the answers: upload it to Gradescope, never give it to students.
+catalogues: the grader runs them outside the student's kernel), solutions/ and notebooks/
+(with --assignment, only that assignment's folder of each), constraints.txt (the tested
+environment's versions, which setup.sh installs). The zip holds the answers: upload it to
+Gradescope, never give it to students.
 """
 import argparse
 import os
@@ -25,7 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from scripts.bundle import export_commit, git  # noqa: E402
 
-SHIPPED = ("pyproject.toml", "README.md", "autograder/", "course_utils/", "solutions/", "notebooks/")
+SHIPPED = ("pyproject.toml", "README.md", "constraints.txt", "autograder/", "course_utils/", "solutions/", "notebooks/")
 AT_ROOT = {"scripts/gradescope/setup.sh": "setup.sh",
            "scripts/gradescope/run_autograder": "run_autograder"}
 NEVER = ("gradebook.db", "workspace", "dist", ".venv", "__pycache__", ".ipynb_checkpoints", ".work")
@@ -34,11 +37,26 @@ VISIBILITIES = ("after_due_date", "visible", "hidden", "after_published")
 STAMP = (2020, 1, 1, 0, 0, 0)
 
 
-def shipped(rel):
+def shipped(rel, assignment=None):
+    """Whether a committed file ships; with `assignment`, of solutions/ and notebooks/ only that
+    assignment's folder (a Gradescope assignment grades one course assignment: the other
+    answers have no business there)."""
     parts = rel.split("/")
     if any(p in NEVER or p.endswith((".pyc", ".db")) for p in parts):
         return False
+    if assignment and parts[0] in ("solutions", "notebooks") and (len(parts) < 3 or parts[1] != assignment):
+        return False
     return any(rel == s or (s.endswith("/") and rel.startswith(s)) for s in SHIPPED)
+
+
+def _positive(kind):
+    def parse(text):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+        return value
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def uncommitted(root):
@@ -48,10 +66,17 @@ def uncommitted(root):
     return [line[3:] for line in status.splitlines() if line.strip()]
 
 
-def conf_text(assignment=None, visibility="after_due_date", require_sandbox=False):
+def conf_text(assignment=None, visibility="after_due_date", require_sandbox=False, timeout=None,
+              memory=None):
+    """gradescope.conf: run_autograder's settings (and setup.sh's, which warms the cache with the
+    same limits). timeout/memory left out mean the grader's defaults (60 s per cell, 4 GiB)."""
     lines = [f"visibility={visibility}", "sandbox=" + ("required" if require_sandbox else "fallback")]
     if assignment:
         lines.insert(0, f"assignment={assignment}")
+    if timeout is not None:
+        lines.append(f"timeout={int(timeout)}")
+    if memory is not None:
+        lines.append(f"memory={float(memory):g}")
     return "\n".join(lines) + "\n"
 
 
@@ -63,7 +88,7 @@ def _add(zf, name, data, executable=False):
 
 
 def build(out, root=ROOT, commit="HEAD", assignment=None, visibility="after_due_date",
-          require_sandbox=False):
+          require_sandbox=False, timeout=None, memory=None):
     """Write the zip; returns (its path, number of files, short revision)."""
     root = pathlib.Path(root)
     with tempfile.TemporaryDirectory(prefix="gradescope-zip-") as tmp:
@@ -76,14 +101,14 @@ def build(out, root=ROOT, commit="HEAD", assignment=None, visibility="after_due_
             raise SystemExit(f"no assignment {assignment} in solutions/ of commit {commit}")
         files = sorted(str(p.relative_to(tree)).replace(os.sep, "/") for p in tree.rglob("*")
                        if p.is_file() and not p.is_symlink())
-        chosen = [f for f in files if shipped(f)]
+        chosen = [f for f in files if shipped(f, assignment)]
         out = pathlib.Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         partial = out.with_name(out.name + ".part")
         with zipfile.ZipFile(partial, "w") as zf:
             for src, name in AT_ROOT.items():
                 _add(zf, name, (tree / src).read_bytes(), executable=True)
-            _add(zf, "gradescope.conf", conf_text(assignment, visibility, require_sandbox))
+            _add(zf, "gradescope.conf", conf_text(assignment, visibility, require_sandbox, timeout, memory))
             for rel in chosen:
                 mode = (tree / rel).stat().st_mode
                 _add(zf, rel, (tree / rel).read_bytes(), executable=bool(mode & 0o111))
@@ -104,9 +129,14 @@ def main(argv=None):
     p.add_argument("--require-sandbox", action="store_true",
                    help="refuse to grade when bubblewrap cannot create its sandbox in Gradescope's "
                         "container (default: grade inside the container's isolation then)")
+    p.add_argument("--timeout", type=_positive(int), default=None,
+                   help="per-cell timeout in seconds (default: the grader's, 60)")
+    p.add_argument("--memory", type=_positive(float), default=None,
+                   help="memory limit of the student's kernel in GiB (default: the grader's, 4)")
     args = p.parse_args(argv)
     out, n, revision = build(args.out, commit=args.commit, assignment=args.assignment,
-                             visibility=args.visibility, require_sandbox=args.require_sandbox)
+                             visibility=args.visibility, require_sandbox=args.require_sandbox,
+                             timeout=args.timeout, memory=args.memory)
     print(f"{out}: {n} files from commit {revision} ({out.stat().st_size / 2**20:.1f} MiB). "
           "It holds the solutions and hidden tests: upload it to Gradescope (Programming "
           "Assignment > Configure Autograder > Zip file upload), never give it to students.")

@@ -35,9 +35,12 @@ python3.11 -m venv "$COURSE/.venv"
 pip="$COURSE/.venv/bin/pip"
 "$pip" install --no-cache-dir --upgrade pip
 # PyPI's torch for Linux is the CUDA build (gigabytes of nvidia-* wheels a grader never uses):
-# the CPU build first, from PyTorch's own index, at the course's pin.
-"$pip" install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-"$pip" install --no-cache-dir -e "$COURSE"
+# the CPU build first, from PyTorch's own index, at the course's pin, without its dependencies:
+# those come next from PyPI at the tested versions, with everything else (constraints.txt, the
+# full `pip freeze` of the environment the course was tested in), so an image built months
+# later holds what was tested.
+"$pip" install --no-cache-dir --no-deps torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+"$pip" install --no-cache-dir -c "$COURSE/constraints.txt" -e "$COURSE"
 
 # Fail the image build now rather than every submission later.
 "$COURSE/.venv/bin/python" -c "import torch, nbgrader, course_utils.reference, autograder.platforms; print('course installed: torch', torch.__version__)"
@@ -51,14 +54,19 @@ print('bubblewrap sandbox:', 'available' if why is None else 'NOT available here
 # the configured assignment (or of every assignment) once, so that each submission costs one
 # grading, not two. A failure here is printed and does not stop the build: the first submission
 # then pays for the check instead.
-assignment=""
+# The limits are part of the cached verdict's key: warm with the same ones run_autograder passes.
+assignment="" limits=()
 if [ -f "$COURSE/gradescope.conf" ]; then
     assignment="$(sed -n 's/^assignment=//p' "$COURSE/gradescope.conf" | head -n 1)"
+    timeout="$(sed -n 's/^timeout=//p' "$COURSE/gradescope.conf" | head -n 1)"
+    memory="$(sed -n 's/^memory=//p' "$COURSE/gradescope.conf" | head -n 1)"
+    if [ -n "$timeout" ]; then limits+=(--timeout "$timeout"); fi
+    if [ -n "$memory" ]; then limits+=(--memory "$memory"); fi
 fi
 for folder in "$COURSE"/solutions/[0-9][0-9]_*/; do
     a="$(basename "$folder")"
     if [ -n "$assignment" ] && [ "$a" != "$assignment" ]; then continue; fi
     (cd "$COURSE" && "$COURSE/.venv/bin/python" -m autograder gradescope "$folder" /tmp/warm-"$a".json \
-        --assignment "$a" --container-fallback >/dev/null) \
+        --assignment "$a" --container-fallback ${limits[@]+"${limits[@]}"} >/dev/null) \
         && echo "cache warmed: $a" || echo "cache not warmed for $a (the first submission checks the solution)"
 done

@@ -127,7 +127,9 @@ def test_right_scores_full_marks_on_gradescope(graded):
     assert data["score"] == 5 and data["visibility"] == "visible"
     assert [(t["name"], t["score"], t["max_score"], t["output"], t["visibility"]) for t in data["tests"]] == [
         ("fixture_double_tests", 2, 2, "Passed.", "visible"), ("fixture_rows_tests", 3, 3, "Passed.", "visible")]
-    assert "output" not in data  # nothing to note
+    # nothing to note but whose numbers were graded (no metadata here: the placeholder)
+    assert data["output"].startswith("No student id was given") and "Notes from the grader" not in data["output"]
+    assert data["extra_data"]["student"] == "student"
     assert data["extra_data"]["sandboxed"] is True
     assert "00_fixture: 5/5" in proc.stderr
 
@@ -196,6 +198,38 @@ def test_an_upload_without_a_course_notebook_is_told_why(tmp_path):
     data = json.loads((tmp_path / "pl.json").read_text())
     check_prairielearn(data)
     assert data["gradable"] is False and "No notebook of this course was found" in data["message"]
+
+
+def test_another_assignments_notebook_is_told_in_one_sentence(tmp_path):
+    """06's notebook uploaded to the fixture's assignment (graded under its name, as one notebook
+    of another name is) used to reach nbgrader, whose 1,700 characters ended in "see the above
+    traceback"; now it is refused before grading, in one sentence the student can act on."""
+    course = tmp_path / "course"
+    shutil.copytree(H.FIXTURE, course / "solutions")
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    shutil.copyfile(H.REPO / "notebooks" / "06_scaling_dk" / "scaling_dk.ipynb", folder / "scaling_dk.ipynb")
+    gs = run("gradescope", folder, tmp_path / "gs.json", course, "--assignment", A)
+    assert gs.returncode == 0, gs.stderr
+    data = json.loads((tmp_path / "gs.json").read_text())
+    check_gradescope(data)
+    assert data["score"] == 0 and data["tests"] == [] and data["visibility"] == "visible"
+    assert data["output"] == (
+        "Your submission could not be graded: scaling_dk.ipynb is the notebook of another assignment "
+        "(its exercises, scaling_dk_fit, scaling_dk_fit_tests, scaling_dk_jacobian, ..., are not those of "
+        f"{A}): upload {NB}, the notebook of {A}, and submit again.")
+    assert "traceback" not in data["output"] and len(data["output"]) < 300
+
+    from autograder.platforms import NotGradable, check_belongs
+    names = [NB]
+    check_belongs({NB: str(H.FIXTURE / A / NB)}, A, str(H.FIXTURE), names)  # its own: fine
+    empty = tmp_path / "empty.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), empty)
+    check_belongs({NB: str(empty)}, A, str(H.FIXTURE), names)  # no graded cells: intake's to judge
+    (tmp_path / "broken.ipynb").write_text("{not json")
+    check_belongs({NB: str(tmp_path / "broken.ipynb")}, A, str(H.FIXTURE), names)
+    with pytest.raises(NotGradable, match="another assignment"):
+        check_belongs({NB: str(folder / "scaling_dk.ipynb")}, A, str(H.FIXTURE), names)
 
 
 def test_a_grader_that_refuses_writes_no_gradescope_score(tmp_path):
@@ -270,6 +304,23 @@ def test_run_autograder_passes_the_zip_settings(tmp_path):
     assert args("assignment=05_self_attention\nvisibility=visible\nsandbox=required\n")[4:] == [
         "/autograder/submission", "/autograder/results/results.json", "--visibility", "visible",
         "--assignment", "05_self_attention"]
+    assert args("visibility=hidden\ntimeout=120\nmemory=1.5\n")[4:] == [
+        "/autograder/submission", "/autograder/results/results.json", "--visibility", "hidden",
+        "--timeout", "120", "--memory", "1.5", "--container-fallback"]
+
+
+def test_the_zip_options_reach_gradescope_conf(tmp_path):
+    """--timeout and --memory of the zip builder are written to gradescope.conf (which
+    run_autograder and setup.sh's cache warming read); left out, the grader's defaults hold."""
+    sys.path.insert(0, str(H.REPO))
+    from scripts import build_gradescope_zip as B
+    assert B.conf_text() == "visibility=after_due_date\nsandbox=fallback\n"
+    assert B.conf_text("05_self_attention", "visible", True, 120, 1.5).splitlines() == [
+        "assignment=05_self_attention", "visibility=visible", "sandbox=required", "timeout=120", "memory=1.5"]
+    with pytest.raises(SystemExit):
+        B.main(["--timeout", "0"])
+    setup = (GRADESCOPE_DIR / "setup.sh").read_text()
+    assert "s/^timeout=//p" in setup and "s/^memory=//p" in setup  # the warm grading uses the same limits
 
 
 def test_gradescope_scripts_are_valid_bash_and_executable():
@@ -280,7 +331,44 @@ def test_gradescope_scripts_are_valid_bash_and_executable():
         assert r.returncode == 0, r.stderr
     setup = (GRADESCOPE_DIR / "setup.sh").read_text()
     assert "torch==2.13.0" in setup and "download.pytorch.org/whl/cpu" in setup
-    assert "bubblewrap" in setup and "pip\" install --no-cache-dir -e" in setup
+    assert "bubblewrap" in setup and 'pip" install --no-cache-dir -c "$COURSE/constraints.txt" -e' in setup
+    assert "-c constraints.txt -e '.[test]'" in (H.REPO / "Makefile").read_text()
+
+
+def _pins(lines):
+    import re
+    pins = {}
+    for line in lines:
+        line = line.split("#")[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            assert sep and version and ";" not in line, f"not an exact pin: {line}"
+            pins[re.sub(r"[-_.]+", "-", name).lower().strip()] = version.strip()
+    return pins
+
+
+def test_the_constraints_pin_the_tested_environment():
+    """constraints.txt (make setup and setup.sh install with it) pins every distribution of this
+    environment at its installed version, and nothing else, so an image built later cannot drift
+    from the tested one silently; pyproject.toml's pins agree with it. pip itself (setup.sh
+    upgrades it) and the course are left out; torch's CPU build label (+cpu) is not a version."""
+    import re
+    import sysconfig
+    import tomllib
+    from importlib import metadata
+
+    pins = _pins((H.REPO / "constraints.txt").read_text().splitlines())
+    where = sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
+    installed = {re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version.split("+")[0]
+                 for d in metadata.distributions(path=where)}
+    installed.pop("pip", None)
+    installed.pop("attention-course", None)
+    assert {n: v for n, v in installed.items() if pins.get(n) != v} == {}, "pinned otherwise or not at all"
+    assert sorted(set(pins) - set(installed)) == [], "pinned but not installed"
+    project = tomllib.loads((H.REPO / "pyproject.toml").read_text())["project"]
+    declared = _pins(project["dependencies"] + [d for ds in project["optional-dependencies"].values() for d in ds])
+    assert {n: v for n, v in declared.items() if pins.get(n) != v} == {}
+    assert pins["torch"] == "2.13.0"
 
 
 def test_the_zip_is_built_from_the_commit_not_the_working_tree(tmp_path):
@@ -305,7 +393,7 @@ def test_the_zip_is_built_from_the_commit_not_the_working_tree(tmp_path):
             assert (infos[name].external_attr >> 16) & 0o111 == 0o111, name
         assert zf.read("gradescope.conf").decode().splitlines() == [
             "assignment=05_self_attention", "visibility=after_due_date", "sandbox=fallback"]
-        for needed in ("pyproject.toml", "README.md", "autograder/platforms.py", "autograder/__main__.py",
+        for needed in ("pyproject.toml", "README.md", "constraints.txt", "autograder/platforms.py", "autograder/__main__.py",
                        "course_utils/__init__.py", "course_utils/reference/__init__.py",
                        "solutions/05_self_attention/self_attention.ipynb",
                        "notebooks/05_self_attention/self_attention.ipynb"):
@@ -314,6 +402,25 @@ def test_the_zip_is_built_from_the_commit_not_the_working_tree(tmp_path):
         assert zf.read("autograder/platforms.py") != b"UNCOMMITTED"
         assert not [n for n in names if n.split("/")[0] in ("workspace", "dist", "tests", ".venv")
                     or n.endswith(("gradebook.db", ".pyc")) or n == "course_utils/stray.py"]
+        # one assignment's zip ships that assignment's answers and release, no other's
+        assert {tuple(n.split("/")[:2]) for n in names if n.startswith(("solutions/", "notebooks/"))} == {
+            ("solutions", "05_self_attention"), ("notebooks", "05_self_attention")}
+
+
+def test_the_zip_file_list(tmp_path):
+    """Which committed files ship, without building: with --assignment only its solutions/ and
+    notebooks/ folders; the constraints always (setup.sh installs with them)."""
+    sys.path.insert(0, str(H.REPO))
+    from scripts import build_gradescope_zip as B
+    assert B.shipped("constraints.txt") and B.shipped("solutions/06_scaling_dk/scaling_dk.ipynb")
+    assert B.shipped("solutions/05_self_attention/self_attention.ipynb", "05_self_attention")
+    assert B.shipped("notebooks/05_self_attention/self_attention.ipynb", "05_self_attention")
+    assert not B.shipped("solutions/06_scaling_dk/scaling_dk.ipynb", "05_self_attention")
+    assert not B.shipped("notebooks/06_scaling_dk/scaling_dk.ipynb", "05_self_attention")
+    assert not B.shipped("solutions/05_self_attention_old/x.ipynb", "05_self_attention")
+    assert not B.shipped("solutions/stray.ipynb", "05_self_attention")
+    assert B.shipped("course_utils/reference/mistakes/scaling_dk.py", "05_self_attention")
+    assert not B.shipped("tests/grading/test_platforms.py") and not B.shipped("scripts/bundle.py")
 
 
 def test_a_real_notebook_reads_as_in_the_class_report():
@@ -365,7 +472,72 @@ def test_the_submitter_id_comes_from_gradescope_metadata(tmp_path):
     assert platforms.submitter_id(upload) == "s1234"
     meta.write_text(json.dumps({"users": [{"email": "jdoe@uni.example", "sid": None}]}))
     assert platforms.submitter_id(upload) == "jdoe@uni.example"
-    meta.write_text(json.dumps({"users": [{"email": "not an id; rm -rf", "sid": ""}]}))
-    assert platforms.submitter_id(upload) == platforms.STUDENT
+    meta.write_text(json.dumps({"users": [{"email": "; / ..", "sid": ""}]}))
+    assert platforms.submitter_id(upload) == platforms.STUDENT  # nothing left of it
     meta.write_text("{broken")
     assert platforms.submitter_id(upload, "given-id") == "given-id"
+
+
+def test_an_id_intake_refuses_is_made_valid_by_the_documented_rule(tmp_path):
+    """ada+cs101@uni.edu used to become the placeholder `student` silently: now ID_RULE makes it
+    ada-cs101@uni.edu, and the results say which id the numbers were made for."""
+    from autograder import intake, platforms
+
+    assert platforms.valid_id("ada+cs101@uni.edu") == "ada-cs101@uni.edu"
+    assert platforms.valid_id(" s1234 ") == "s1234" and platforms.valid_id(20231234) == "20231234"
+    assert platforms.valid_id("not an id; rm -rf /") == "not-an-id--rm--rf--"
+    assert platforms.valid_id("+plus") == "plus" and platforms.valid_id("x" * 80) == "x" * 64
+    assert platforms.valid_id("Zoë Ünal") == "Zo---nal"
+    for bad in ("", "  ", "+", "../..", None, True, ["a"]):
+        assert platforms.valid_id(bad) is None, bad
+    for text in ("ada+cs101@uni.edu", "a b c", "é" * 70, "../../etc", "x;y|z"):
+        made = platforms.valid_id(text)
+        assert made is None or intake.STUDENT_ID.match(made), text
+    assert "'+'" not in platforms.ID_RULE and "'-'" in platforms.ID_RULE
+
+    upload = tmp_path / "submission"
+    upload.mkdir()
+    meta = tmp_path / "submission_metadata.json"
+    meta.write_text(json.dumps({"users": [{"email": "ada+cs101@uni.edu", "sid": None}]}))
+    ident = platforms.identify(upload)
+    assert ident == {"id": "ada-cs101@uni.edu", "source": "email", "raw": "ada+cs101@uni.edu", "members": []}
+    note = platforms.identity_note(ident)
+    assert "Graded for student id ada-cs101@uni.edu" in note and "ada+cs101@uni.edu" in note
+    assert platforms.ID_RULE in note and "group" not in note
+    meta.write_text(json.dumps({"users": [{"email": "ada@uni.edu", "sid": "s1"}, {"email": "bob@uni.edu", "sid": "s2"}]}))
+    ident = platforms.identify(upload)
+    assert ident["id"] == "s1" and ident["members"] == ["ada@uni.edu", "bob@uni.edu"]
+    note = platforms.identity_note(ident)
+    assert note.startswith("Graded for student id s1 (your Gradescope Student ID)")
+    assert "group submission of 2 students (ada@uni.edu, bob@uni.edu)" in note and "first member, ada@uni.edu" in note
+    meta.unlink()
+    assert "placeholder id \"student\"" in platforms.identity_note(platforms.identify(upload))
+
+    graded = {"status": "graded", "assignment": A, "problems": ["Tampering detected."], "sandboxed": True,
+              "seconds": 1.0, "student": "s1", "identity": note,
+              "cells": [{"name": "x", "grade_id": "g", "notebook": "n", "score": 1, "max_score": 1,
+                         "outcome": "passed", "message": "Passed."}]}
+    data = platforms.gradescope_results(graded)
+    check_gradescope(data)
+    assert data["output"] == note + "\n\nNotes from the grader: Tampering detected."
+    assert data["extra_data"]["student"] == "s1"
+    data = platforms.prairielearn_results(graded)
+    check_prairielearn(data)
+    assert data["output"] == note
+
+
+def test_test_names_are_plain_text():
+    """Gradescope and PrairieLearn show a test's name verbatim: no LaTeX, code or bold marks."""
+    from autograder import platforms
+
+    assert platforms.plain_name("Exercise 6 · Think before you run: where the $n^2$ term takes over") == \
+        "Exercise 6 · Think before you run: where the n^2 term takes over"
+    assert platforms.plain_name(r"Why divide by $\sqrt{d_k}$?") == "Why divide by sqrt(d_k)?"
+    assert platforms.plain_name(r"$\operatorname{var}(q \cdot k) = d_k$") == "var(q · k) = d_k"
+    assert platforms.plain_name(r"Training without the $T \times T$ matrix") == "Training without the T x T matrix"
+    assert platforms.plain_name(r"$$\frac{1}{\sqrt{d}}$$ and **bold**") == "(1)/(sqrt(d)) and bold"
+    assert platforms.plain_name("Exercise 1: `rnn_step`") == "Exercise 1: rnn_step"
+    result = {"cells": [{"notebook": "self_attention", "grade_id": "self_attention_crossover_tests",
+                         "score": 1, "max_score": 1, "message": ""}]}
+    row, = platforms._cells(result, "05_self_attention", str(H.REPO / "notebooks"), {})
+    assert row["name"] == "Exercise 6 · Think before you run: where the n^2 term takes over"

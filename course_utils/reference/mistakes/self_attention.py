@@ -576,18 +576,19 @@ FLOPS_MISTAKES = (
 )
 
 CROSSOVER_MISTAKES = (
-    Mistake("crossover_n_equals_d", "n = d compares one n^2 d term with one n d^2 term; there are two n x n "
-                                    "products and four projections: 2 n^2 d = 4 n d^2.",
+    # Diagnoses may be shown before the deadline (Gradescope's --visibility visible): each names the
+    # mistake, never the balance of the two terms nor the length it gives (that is the question).
+    Mistake("crossover_n_equals_d", "you set n = d, as if the layer had one n^2 d term and one n d^2 term: "
+                                    "count how many n x n products and how many d x d projections it has.",
             1000),
-    Mistake("crossover_one_product", "you set one n x n product against all four projections "
-                                     "(n^2 d = 4 n d^2); the weighted sum A V costs as much as the scores.",
+    Mistake("crossover_one_product", "you counted one n x n product, the scores Q K^T; the weighted sum "
+                                     "A V is an n x n product too.",
             4000),
-    Mistake("crossover_three_projections", "you counted the three projections of exercise 4's layer "
-                                           "(2 n^2 d = 3 n d^2); the layer counted here has four: W_Q, W_K, "
-                                           "W_V and the output projection W_O.",
+    Mistake("crossover_three_projections", "you counted the three projections of exercise 4's layer; the layer "
+                                           "counted here also has the output projection W_O.",
             1500),
-    Mistake("crossover_one_projection", "you set both n x n products against a single projection "
-                                        "(2 n^2 d = n d^2); there are four: W_Q, W_K, W_V and W_O.",
+    Mistake("crossover_one_projection", "you set the n x n products against a single projection; the layer "
+                                        "projects with W_Q, W_K, W_V and W_O.",
             500),
 )
 
