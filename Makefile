@@ -15,7 +15,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 setup: $(READY)
 
 # One stamp for the whole environment: rebuilt when the pinned dependencies change.
-$(READY): pyproject.toml scripts/student_lab/overrides.json
+$(READY): pyproject.toml constraints.txt scripts/student_lab/overrides.json
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "the course needs Python 3.11 (set PYTHON=...)"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
