@@ -5,6 +5,8 @@ PYTHON  ?= python3.11
 VENV    := .venv
 BIN     := $(VENV)/bin
 READY   := $(VENV)/.ready
+# The lab's settings and nbgrader's Validate hook in the environment (scripts/setup_lab.py).
+LAB_CONFIG := $(VENV)/etc/jupyter/nbgrader_config.py
 ASSIGNMENTS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
 PYTEST_ARGS ?=
 # nbgrader runs alembic (and the tests run jupyter) as commands: the environment comes first.
@@ -12,7 +14,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: lab lab-instructor release test test-cpus test-tools grade bench bundle gradescope setup clean execute
 
-setup: $(READY)
+setup: $(READY) $(LAB_CONFIG)
 
 # One stamp for the whole environment: rebuilt when the pinned dependencies change.
 $(READY): pyproject.toml constraints.txt scripts/student_lab/overrides.json
@@ -26,10 +28,17 @@ $(READY): pyproject.toml constraints.txt scripts/student_lab/overrides.json
 	$(BIN)/python scripts/setup_lab.py
 	touch $@
 
+# Also on its own, so that an environment set up before a change of these files gets it at the
+# next make setup / make lab without reinstalling anything. nbgrader reads this file wherever it
+# runs: Validate prints one line per exercise even in a lab started from workspace/ itself.
+$(LAB_CONFIG): scripts/setup_lab.py scripts/student_lab/nbgrader_config.py scripts/student_lab/overrides.json | $(READY)
+	$(BIN)/python scripts/setup_lab.py
+	touch $@
+
 # Students work in workspace/ (git-ignored), seeded from the release and never overwritten: the
 # release in notebooks/ is generated, so work done there could be lost or shipped. The student lab
 # leaves out the instructor's nbgrader tools (scripts/student_lab/); `make lab-instructor` has them.
-lab: $(READY)
+lab: $(READY) $(LAB_CONFIG)
 	STUDENT="$(STUDENT)" $(BIN)/python scripts/workspace.py notebooks workspace
 	JUPYTER_CONFIG_PATH=$(CURDIR)/scripts/student_lab $(BIN)/jupyter lab workspace/ $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 

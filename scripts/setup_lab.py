@@ -1,25 +1,67 @@
-"""JupyterLab defaults for the course environment, from `scripts/student_lab/overrides.json`.
+"""The course's Jupyter defaults, installed into the environment that runs JupyterLab.
 
-Merges them into `<venv>/share/jupyter/lab/settings/overrides.json`: JupyterLab neither fetches
-news nor checks for updates (the course runs offline, and a pop-up on first start distracts),
-and it saves widget state with the notebook, so a reopened notebook shows its sliders, figures
-and progress lines instead of "Error displaying widget: model not found". The student bundle's
-Makefile copies the same file.
+1. JupyterLab settings, from `scripts/student_lab/overrides.json`, merged into
+   `<prefix>/share/jupyter/lab/settings/overrides.json`: JupyterLab neither fetches news nor checks
+   for updates (the course runs offline, and a pop-up on first start distracts), and it saves
+   widget state with the notebook, so a reopened notebook shows its sliders, figures and progress
+   lines instead of "Error displaying widget: model not found".
+2. nbgrader's Validate, from `scripts/student_lab/nbgrader_config.py`, written as a marked block
+   into `<prefix>/etc/jupyter/nbgrader_config.py`. nbgrader reads that file wherever it runs (it
+   is on jupyter_config_path()), so Validate prints one line per exercise even when JupyterLab
+   was started in workspace/ or a notebook's folder, where no course nbgrader_config.py lies.
+   Whatever else the file holds (a hub's exchange settings) is kept; running this again replaces
+   only the block.
+
+`make setup` and `make lab` run it; a hub image or a conda environment runs it once with the
+environment's Python: `<env>/bin/python scripts/setup_lab.py`. The student bundle's Makefile
+copies the same two files.
+
+usage: python scripts/setup_lab.py [--prefix PREFIX]     (default: this Python's sys.prefix)
 """
+import argparse
 import json
 import pathlib
+import re
 import sys
 
-OVERRIDES = json.loads((pathlib.Path(__file__).parent / "student_lab" / "overrides.json").read_text())
+HERE = pathlib.Path(__file__).resolve().parent / "student_lab"
+OVERRIDES = json.loads((HERE / "overrides.json").read_text())
+VALIDATE_HOOK = (HERE / "nbgrader_config.py").read_text()
+BEGIN = "# >>> attention course: Validate (scripts/setup_lab.py rewrites this block) >>>"
+END = "# <<< attention course: Validate <<<"
+BLOCK = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.DOTALL)
 
 
-def main():
-    target = pathlib.Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+def lab_settings(prefix):
+    target = pathlib.Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     current = json.loads(target.read_text()) if target.exists() else {}
     current.update(OVERRIDES)
     target.write_text(json.dumps(current, indent=2) + "\n")
-    print(f"JupyterLab settings: {target}")
+    return target
+
+
+def nbgrader_config(prefix):
+    """Write (or replace) the course's block in <prefix>/etc/jupyter/nbgrader_config.py."""
+    target = pathlib.Path(prefix) / "etc" / "jupyter" / "nbgrader_config.py"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    block = f"{BEGIN}\n{VALIDATE_HOOK.rstrip()}\n{END}\n"
+    current = target.read_text() if target.exists() else ""
+    if BLOCK.search(current):
+        updated = BLOCK.sub(lambda _: block, current, count=1)
+    else:
+        updated = current + ("\n" if current and not current.endswith("\n") else "") + ("\n" if current else "") + block
+    if updated != current:
+        target.write_text(updated)
+    return target
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prefix", default=sys.prefix, help="the environment to configure (default: %(default)s)")
+    prefix = parser.parse_args(argv).prefix
+    print(f"JupyterLab settings: {lab_settings(prefix)}")
+    print(f"nbgrader's Validate: {nbgrader_config(prefix)}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Students work in workspace/, seeded from the release and never overwritten (scripts/workspace.py)."""
 import os
+import sys
 import pathlib
 import subprocess
 
@@ -69,3 +70,46 @@ def test_make_lab_remembers_the_student_id_for_every_notebook(tmp_path, monkeypa
     monkeypatch.setenv("STUDENT", "")
     workspace.main(["workspace.py", str(release), str(folder)])  # no STUDENT: the id stays
     assert questions.student_id() == "jdoe"
+
+
+def test_setup_lab_puts_the_validate_hook_where_nbgrader_reads_it_and_keeps_other_settings(tmp_path):
+    """scripts/setup_lab.py writes the hook as a marked block into <prefix>/etc/jupyter/nbgrader_config.py
+    (a hub's exchange settings in that file stay); running it again changes nothing."""
+    from scripts import setup_lab
+
+    target = tmp_path / "etc" / "jupyter" / "nbgrader_config.py"
+    target.parent.mkdir(parents=True)
+    target.write_text('c = get_config()\nc.Exchange.root = "/srv/nbgrader/exchange"\n')
+    assert setup_lab.nbgrader_config(tmp_path) == target
+    first = target.read_text()
+    assert first.startswith('c = get_config()\nc.Exchange.root = "/srv/nbgrader/exchange"\n')
+    assert first.count(setup_lab.BEGIN) == 1 and setup_lab.VALIDATE_HOOK.strip() in first
+    setup_lab.nbgrader_config(tmp_path)
+    assert target.read_text() == first
+    compile(first, str(target), "exec")
+
+
+def test_the_environment_has_the_validate_hook():
+    """`make setup` / `make lab` installed the current hook into this environment (a stale block
+    means scripts/setup_lab.py was not run after the hook changed)."""
+    from scripts import setup_lab
+
+    installed = pathlib.Path(sys.prefix) / "etc" / "jupyter" / "nbgrader_config.py"
+    assert installed.exists(), "run make setup (scripts/setup_lab.py)"
+    assert setup_lab.VALIDATE_HOOK.strip() in installed.read_text(), "stale hook: run make setup"
+
+
+def test_the_hook_reports_in_one_line_per_exercise_and_defers_the_course_import(tmp_path):
+    """Loaded as nbgrader loads configuration, the hook imports no course code (PyTorch) until a
+    notebook is validated, and then Validator speaks in the course's one-line sentences."""
+    script = (
+        "import sys, runpy\n"
+        "from traitlets.config import get_config\n"
+        f"runpy.run_path({str(ROOT / 'scripts' / 'student_lab' / 'nbgrader_config.py')!r}, "
+        "init_globals={'get_config': get_config})\n"
+        "assert 'torch' not in sys.modules and 'course_utils.validation' not in sys.modules\n"
+        "from nbgrader.validator import Validator\n"
+        "assert Validator._course_deferred and not getattr(Validator, '_course_patched', False)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr

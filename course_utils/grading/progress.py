@@ -25,10 +25,14 @@ def _key(source):
 
 
 def _sentence(error):
+    """What the table says about a failing cell: a course check's own sentence as it is (its
+    class name adds nothing a student needs), any other error with its name first."""
+    from .errors import NOT_ANSWERED, GradingError
     text = str(error).strip()
     if isinstance(error, NotImplementedError) and not text:
-        from .errors import NOT_ANSWERED
-        return f"NotImplementedError: {NOT_ANSWERED}"
+        return NOT_ANSWERED
+    if isinstance(error, GradingError):
+        return " ".join(text.split()) or "this test did not pass (it gave no message)."
     first = text.splitlines()[0] if text else ""
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
@@ -109,15 +113,19 @@ class Summary:
         return "\n".join(lines)
 
     def _repr_html_(self):
+        # JupyterLab right-aligns table cells by default; prose reads from the left, top-aligned.
         e = html.escape
         colour = {"passes": "#1a7f37", "fails": "#cf222e", "not run yet": "#6e7781"}
+        cell = "text-align:left;vertical-align:top"
         rows = "".join(
-            f"<tr><td style='color:{colour.get(status, '#000')};font-weight:bold;white-space:nowrap'>"
-            f"{e(status)}</td><td>{e(title)}</td><td style='white-space:pre-wrap'>{e(message)}</td></tr>"
+            f"<tr><td style='{cell};color:{colour.get(status, '#000')};font-weight:bold;white-space:nowrap'>"
+            f"{e(status)}</td><td style='{cell}'>{e(title)}</td>"
+            f"<td style='{cell};white-space:pre-wrap'>{e(message)}</td></tr>"
             for title, _, status, message in self.rows)
         note = f"<p>{e(self.note)}</p>" if self.note else ""
-        return (f"<p><b>{e(self.headline())}</b></p><table><tr><th>status</th><th>exercise</th>"
-                f"<th>what the test said</th></tr>{rows}</table>{note}") if self.rows else note
+        head = "".join(f"<th style='{cell}'>{e(name)}</th>" for name in ("status", "exercise", "what the test said"))
+        return (f"<p><b>{e(self.headline())}</b></p><table><tr>{head}</tr>{rows}</table>{note}"
+                if self.rows else note)
 
 
 def show(path=None):

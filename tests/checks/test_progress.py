@@ -129,3 +129,35 @@ def test_a_bare_stub_shows_as_one_sentence_and_a_students_own_raise_as_usual(she
         assert len(shown) == 2 and "not answered yet" not in "".join(shown[1])
     finally:
         shell._showtraceback = original
+
+
+def test_a_course_check_reads_as_its_sentence_and_other_errors_keep_their_name(shell, tmp_path):
+    """The table quotes a GradingError's sentence alone (as Validate does), an unanswered stub as
+    'not answered yet', and any other error with its name: 'AssertionError: ...'."""
+    path, cells = _notebook(tmp_path)
+    shell.run_cell("from course_utils.grading import GradingError")
+    shell.run_cell("def f():\n    raise GradingError('your weights sum to one along axis 0:\\n  use axis=-1.')")
+    shell.run_cell(cells[2]["source"])
+    shell.run_cell("answer = 3")
+    shell.run_cell(cells[5]["source"])
+    shell.run_cell("def g():\n    raise NotImplementedError()\ng()")
+    cells[8]["source"] = "g()"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    shell.run_cell("g()")
+    messages = [row[3] for row in progress.summary(str(path)).rows]
+    assert messages[0] == "your weights sum to one along axis 0: use axis=-1."
+    assert messages[1] == "AssertionError: answer should be 4"
+    assert messages[2].startswith("not answered yet:")
+    assert not any("GradingError" in m or m.startswith("NotImplementedError") for m in messages), messages
+
+
+def test_the_table_reads_from_the_left(shell, tmp_path):
+    """JupyterLab right-aligns table cells unless told otherwise: every cell of the table says left."""
+    import re
+
+    path, cells = _notebook(tmp_path)
+    shell.run_cell("answer = 3")
+    shell.run_cell(cells[5]["source"])
+    page = progress.summary(str(path))._repr_html_()
+    cells_html = re.findall(r"<t[hd]( style='[^']*')?>", page)
+    assert cells_html and all("text-align:left" in style for style in cells_html), page
