@@ -94,6 +94,8 @@ def main():
         runpy.run_path(str(grading_bench), run_name="__main__")
     sys.argv = [str(ROOT / "bench" / "platforms.py")]  # Gradescope throughput (issue 33), default assignment
     runpy.run_path(sys.argv[0], run_name="__main__")
+    sys.argv = [str(ROOT / "bench" / "platform_limits.py")]  # every assignment at a platform's limits (issue 37)
+    runpy.run_path(sys.argv[0], run_name="__main__")
 
 
 if __name__ == "__main__":
