@@ -319,6 +319,18 @@ def block_cases(seed):
                                        f"x {tuple(x.shape)}, memory {tuple(memory.shape)}, src_mask {tuple(mask.shape)}; "
                                        f"only {only} and the norms at work, the other sub-layers' last "
                                        "weights set to zero")})
+    # The smallest the prompt allows (issue 39, item 3): one sentence, one position, one source
+    # token, one head, in both arrangements.
+    for norm_first in (True, False):
+        d_model, num_heads, d_ff = 6, 1, 10
+        weights = block_weights(d_model, d_ff, g)
+        x = 2.0 * torch.randn(1, 1, d_model, generator=g) + 1.0
+        memory = 2.0 * torch.randn(1, 1, d_model, generator=g) - 0.5
+        mask = torch.ones(1, 1, dtype=torch.bool)
+        cases.append({"init_args": [d_model, num_heads, d_ff], "init_kwargs": {"norm_first": norm_first},
+                      "weights": weights, "forward_args": [x, memory], "forward_kwargs": {"src_mask": mask},
+                      "describe": (f"d_model={d_model}, num_heads={num_heads}, d_ff={d_ff}, norm_first={norm_first}, "
+                                   "x (1, 1, 6), memory (1, 1, 6), src_mask (1, 1)")})
     return cases
 
 

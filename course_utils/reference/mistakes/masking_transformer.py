@@ -442,6 +442,8 @@ def _block_cases(seed):
         # a stream of variance ~1e-4, near LayerNorm's eps = 1e-5: a LayerNorm with another eps, or
         # written by hand with eps outside the square root, shows here
         (8, 2, 16, True, 2, 5, "causal", 0.01),
+        # the smallest the prompt allows (issue 39, item 3): one sentence of one token, one head
+        (6, 1, 10, True, 1, 1, "causal", 2.0),
     ]:
         weights = {}
         for name in ATTENTION_LINEARS:
