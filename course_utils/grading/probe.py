@@ -125,7 +125,8 @@ def encode(value, depth=0):
         if value.dtype.kind not in "biufc":
             return {_OPAQUE: f"NumPy array of dtype {value.dtype}"}
         array = np.ascontiguousarray(value)
-        return {_NDARRAY: array.dtype.str, "shape": list(array.shape), "data": array.tobytes()}
+        # an empty array's b"" would be pickled as a call to bytes(), which weights_only refuses
+        return {_NDARRAY: array.dtype.str, "shape": list(array.shape), "data": array.tobytes() if array.size else None}
     if isinstance(value, np.generic) and np.dtype(type(value)).kind in "biufc":
         return {_NPSCALAR: np.dtype(type(value)).str, "data": np.asarray(value).tobytes()}
     if type(value) in (list, tuple):
@@ -226,7 +227,7 @@ def decode(value, portable=False, limits=None):
 def _decode(value, portable=False):
     if isinstance(value, dict):
         if _NDARRAY in value:
-            return np.frombuffer(bytes(value["data"]), dtype=np.dtype(value[_NDARRAY])).reshape(
+            return np.frombuffer(bytes(value["data"] or b""), dtype=np.dtype(value[_NDARRAY])).reshape(
                 [int(n) for n in value["shape"]]).copy()
         if _NPSCALAR in value:
             return np.frombuffer(bytes(value["data"]), dtype=np.dtype(value[_NPSCALAR]))[0]

@@ -104,7 +104,7 @@ def greedy_decode_list(model, src, src_mask, bos, steps):
         for _ in range(steps):
             logits = model.decode(torch.stack(columns, dim=1), memory, src_mask)
             columns.append(torch.max(logits[:, -1], dim=-1).indices)
-        return torch.stack(columns[1:], dim=1)
+        return torch.stack(columns, dim=1)[:, 1:]  # the BOS column dropped (steps may be 0)
 
 
 ALTERNATIVES = {

@@ -46,3 +46,27 @@ def test_every_exercise_has_a_non_contiguous_case_where_it_takes_tensors():
                         [walk(v) for v in value.values()]
                 walk(cases[-1])
                 assert not all(t.is_contiguous() for t in tensors), exercise.grade_id
+
+
+def _count_as_0d_tensor(d_model, num_heads, bias=True):
+    """The right count, computed with tensor operations: a 0-d tensor, not an int."""
+    import torch
+    return torch.tensor(4 * d_model * d_model + (4 * d_model if bias else 0))
+
+
+def test_a_0d_tensor_for_an_int_fails_with_its_own_sentence():
+    """Issue 39, item 3: where the prompt asks for an int, a 0-d tensor holding the right number
+    fails, saying what it is and how to convert it."""
+    message = must_fail("multi_head_param_count", _count_as_0d_tensor)
+    assert "0-d tensor" in message and ".item()" in message, message
+
+
+def test_a_0d_tensor_for_a_think_first_number_fails_with_a_sentence():
+    import torch
+
+    from course_utils.reference.mistakes import masking_transformer
+    exercise = masking_transformer.EXERCISES["masking_transformer_blocked_pairs"].example()
+    right = exercise.reference
+    with pytest.raises(GradingError) as failure:
+        exercise.check(torch.tensor(right))
+    assert "should be a number" in str(failure.value) and "Tensor" in str(failure.value), failure.value

@@ -752,3 +752,16 @@ def greedy_emits_before_checking(step, state, bos, eos, max_len):
 
 
 WRONG_ANSWERS["bahdanau_attention_greedy_decode"].append(greedy_emits_before_checking)
+
+
+def additive_minus_1e9(query, keys, W1, W2, v, mask=None):
+    """-1e9 for -inf: right in float32 and float64 (every row has a real key), but -1e9 is no
+    float16 number (masked_fill raises on float16 scores)."""
+    scores = _scores(query, keys, W1, W2, v)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)
+    weights = torch.softmax(scores, dim=-1)
+    return torch.einsum("bt,btd->bd", weights, keys), weights
+
+
+WRONG_ANSWERS["bahdanau_attention_additive_attention"].append(additive_minus_1e9)

@@ -743,3 +743,52 @@ def cross_softmax_without_max(x, memory, W_q, W_k, W_v, src_mask=None):
 
 
 WRONG_ANSWERS["encoder_decoder_cross_attention"].append(cross_softmax_without_max)
+
+
+def tf_log_of_softmax(model, src, src_mask, tgt, bos):
+    """The right loss, but the log-probabilities as log(softmax(...)): where a label's probability
+    underflows to 0 (logits in the thousands) the loss is inf."""
+    decoder_in = torch.cat([torch.full_like(tgt[:, :1], bos), tgt[:, :-1]], dim=1)
+    logits = model(src, src_mask, decoder_in)
+    logp = torch.log(torch.softmax(logits, dim=-1))
+    return -logp.gather(-1, tgt[..., None]).mean()
+
+
+def tf_logsumexp_without_max(model, src, src_mask, tgt, bos):
+    """The right loss written out, log(sum(exp(logits))) - logit of the label, without the
+    maximum: exp overflows on logits past 709 (float64) and the loss is inf or nan."""
+    decoder_in = torch.cat([torch.full_like(tgt[:, :1], bos), tgt[:, :-1]], dim=1)
+    logits = model(src, src_mask, decoder_in)
+    lse = torch.log(torch.exp(logits).sum(dim=-1))
+    return (lse - logits.gather(-1, tgt[..., None]).squeeze(-1)).mean()
+
+
+def greedy_cat_of_list(model, src, src_mask, bos, steps):
+    """Right, but the new tokens are collected in a list and concatenated at the end: with
+    steps = 0 torch.cat gets an empty list and raises."""
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        tokens = torch.full((src.shape[0], 1), bos, dtype=torch.long)
+        new = []
+        for _ in range(steps):
+            best = model.decode(tokens, memory, src_mask)[:, -1].argmax(dim=-1, keepdim=True)
+            new.append(best)
+            tokens = torch.cat([tokens, best], dim=1)
+    return torch.cat(new, dim=1)
+
+
+def greedy_do_while(model, src, src_mask, bos, steps):
+    """Decodes once before checking the count: one token even when steps = 0."""
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        tokens = torch.full((src.shape[0], 1), bos, dtype=torch.long)
+        while True:
+            best = model.decode(tokens, memory, src_mask)[:, -1].argmax(dim=-1, keepdim=True)
+            tokens = torch.cat([tokens, best], dim=1)
+            if tokens.shape[1] - 1 >= steps:
+                break
+    return tokens[:, 1:]
+
+
+WRONG_ANSWERS["encoder_decoder_teacher_forcing"] += [tf_log_of_softmax, tf_logsumexp_without_max]
+WRONG_ANSWERS["encoder_decoder_greedy"] += [greedy_cat_of_list, greedy_do_while]

@@ -541,3 +541,36 @@ WRONG_ANSWERS = {
 HOLES = {
     'masking_transformer_masked_softmax': [ms_float32],
 }
+
+
+# --- issue 39: float16, sizes past a fixed table ------------------------------------------------
+
+_GPT2_BUFFER = torch.ones(1024, 1024, dtype=torch.bool).tril()
+
+
+def causal_gpt2_buffer(T):
+    """Slices GPT-2's fixed 1024 x 1024 causal buffer: wrong (too small) past T = 1024."""
+    return _GPT2_BUFFER[:T, :T]
+
+
+def ms_clamped_denominator(scores, mask):
+    """Right in float32 and float64, but the row sums are clamped at 1e-30, which is 0 in float16:
+    a fully masked float16 row is 0 / 0 = nan."""
+    filled = scores.masked_fill(~mask, float("-inf"))
+    m = filled.amax(-1, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+    e = torch.exp(filled - m)
+    return e / e.sum(-1, keepdim=True).clamp(min=1e-30)
+
+
+def ms_fill_minus_1e30_rows_zeroed(scores, mask):
+    """-1e30 for -inf, fully masked rows zeroed: right in float32 and float64 (every allowed score
+    is far above -1e30), but -1e30 does not fit in float16 (masked_fill raises)."""
+    filled = scores.masked_fill(~mask, -1e30)
+    e = torch.exp(filled - filled.amax(-1, keepdim=True))
+    weights = e / e.sum(-1, keepdim=True)
+    return weights * torch.broadcast_to(mask, weights.shape).any(-1, keepdim=True)
+
+
+WRONG_ANSWERS["masking_transformer_causal_mask"].append(causal_gpt2_buffer)
+WRONG_ANSWERS["masking_transformer_masked_softmax"] += [ms_clamped_denominator, ms_fill_minus_1e30_rows_zeroed]

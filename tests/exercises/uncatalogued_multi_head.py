@@ -500,3 +500,18 @@ HOLES = {
 TAMPERING = {
     "multi_head_split_heads": [split_silences_grading, split_patches_allclose],
 }
+
+
+# --- issue 39: extreme values ------------------------------------------------------------------
+
+class MHASoftmaxWithoutMax(_MHABase):
+    """Right, but the softmax written as exp(s) / sum exp(s) without the maximum: scores in the
+    hundreds overflow float32 (e^89 is inf) and the weights come out nan."""
+
+    def attend(self, q, k, v, scale):
+        e = torch.exp(q @ k.transpose(-2, -1) / scale)
+        w = e / e.sum(dim=-1, keepdim=True)
+        return w @ v, w
+
+
+WRONG_ANSWERS["multi_head_attention"].append(MHASoftmaxWithoutMax)

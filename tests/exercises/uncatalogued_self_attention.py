@@ -675,3 +675,18 @@ def flops_default_no_projections(n, d, projections=False):
 
 WRONG_ANSWERS["self_attention_sdpa_torch"].append(sdpa_softmax_without_max)
 WRONG_ANSWERS["self_attention_flops"] += [flops_numpy_int64, flops_default_no_projections]
+
+
+def sdpa_minus_1e9_rows_zeroed(q, k, v, mask=None):
+    """-1e9 for -inf, rows with no allowed key zeroed: right in float32 and float64 here, but
+    -1e9 is no float16 number (masked_fill raises on float16 scores)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)
+    else:
+        weights = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+        weights = torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0)
+    return weights @ v, weights
+
+
+WRONG_ANSWERS["self_attention_sdpa_torch"].append(sdpa_minus_1e9_rows_zeroed)

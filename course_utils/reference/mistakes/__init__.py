@@ -37,11 +37,31 @@ from course_utils.grading.probe import changed_argument  # noqa: F401  (catalogu
 # at least these tolerances, relative to the size of the expected values.
 FLOAT32_RTOL = 1e-4
 FLOAT32_ATOL = 1e-5
+# Half precision keeps 11 significant bits (float16: about 3 decimal digits) or 8 (bfloat16: 2): a
+# result in either, or compared with one, gets these (issue 39, item 2: prompts that allow any
+# floating dtype get a float16 case).
+FLOAT16_RTOL, FLOAT16_ATOL = 1e-2, 4e-3
+BFLOAT16_RTOL, BFLOAT16_ATOL = 6e-2, 3e-2
+
+# (atol, rtol) relative to the size of the expected values, by the coarsest dtype on either side.
+_WIDENED = {torch.float32: (FLOAT32_ATOL, FLOAT32_RTOL), np.dtype(np.float32): (FLOAT32_ATOL, FLOAT32_RTOL),
+            torch.float16: (FLOAT16_ATOL, FLOAT16_RTOL), np.dtype(np.float16): (FLOAT16_ATOL, FLOAT16_RTOL),
+            torch.bfloat16: (BFLOAT16_ATOL, BFLOAT16_RTOL)}
+
+
+def _widened(value):
+    """(atol, rtol) that a result of `value`'s dtype can hold, or None for float64 and the rest."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None and isinstance(value, np.floating):
+        dtype = np.dtype(type(value))
+    try:
+        return _WIDENED.get(dtype)
+    except TypeError:  # an unhashable dtype-like attribute
+        return None
 
 
 def _low_precision(value):
-    dtype = getattr(value, "dtype", None)
-    return dtype in (torch.float32, torch.float16, torch.bfloat16, np.float32, np.float16)
+    return _widened(value) is not None
 
 
 def kind(value):
@@ -68,6 +88,11 @@ def wrong_kind(got, expected, name):
         return None
     # A value the grader received as an object of the student's own class is named by that class.
     shown = f"{have or getattr(got, 'type_name', None) or type(got).__name__}"
+    if want in ("an int", "a float") and have in ("a torch.Tensor", "a NumPy array") and tuple(got.shape) == ():
+        # a count computed with tensor operations (torch.tensor(n) ** 2, x.sum()): a 0-d tensor
+        return (f"{name} should be {want}, a Python number, but it is a 0-d "
+                f"{'tensor' if have == 'a torch.Tensor' else 'NumPy array'} ({got!r}): convert it with "
+                f"{'int' if want == 'an int' else 'float'}(...) or .item().")
     if hasattr(got, "shape"):
         shown += f" of shape {tuple(got.shape)}"
     elif have in ("a float", "an int"):
@@ -275,17 +300,26 @@ class Exercise:
         return tuple(result)
 
     def tolerances(self, got, expected):
-        """(atol, rtol) for comparing one output: the exercise's own, widened to what float32
-        can hold when the student's result is float32 (the exercise's dtype is stated in its
-        prompt; a correct float32 answer must not fail on the CPU's rounding)."""
-        if not (_low_precision(got) or _low_precision(expected)):  # float64 for float32 inputs too
+        """(atol, rtol) for comparing one output: the exercise's own, widened to what float32 can
+        hold when the student's result or the expected one is float32 or coarser, and to what
+        float16 (bfloat16) holds when the expected one is (the exercise's dtype is stated in its
+        prompt; a correct float32 answer must not fail on the CPU's rounding, nor a correct
+        answer to a float16 case on float16's)."""
+        widened = [w for w in (_widened(got), _widened(expected)) if w is not None]
+        if not widened:  # float64 for float32 inputs too
             return self.atol, self.rtol
+        # float32's, or half precision's where the expected result is in it (the case's inputs
+        # are): a float16 result for float32 or float64 inputs is held to float32's, as the
+        # prompts' "float32 or float64" results are
+        atol, rtol = max(widened) if _widened(expected) == max(widened) else (FLOAT32_ATOL, FLOAT32_RTOL)
         try:
-            scale = float(np.max(np.abs(np.asarray(expected.detach() if hasattr(expected, "detach") else expected,
-                                                   dtype=np.float64)), initial=1.0))
+            values = np.abs(np.asarray(expected.detach() if hasattr(expected, "detach") else expected,
+                                       dtype=np.float64))
+            # the finite entries only: a -inf (a masked log-probability) must not widen the rest to inf
+            scale = float(np.max(values, where=np.isfinite(values), initial=1.0))
         except (TypeError, ValueError):
             scale = 1.0
-        return max(self.atol, FLOAT32_ATOL * scale), max(self.rtol, FLOAT32_RTOL)
+        return max(self.atol, atol * scale), max(self.rtol, rtol)
 
     def difference(self, got, expected):
         """None if the outputs agree, else a sentence about the first output that differs."""
@@ -393,8 +427,46 @@ class Exercise:
             raise GradingError(f"`{self.function_name}` returned something the grader cannot compare "
                                f"with the expected result ({type(error).__name__}).") from None
 
+    def _crash_explained(self, records, cases):
+        """The catalogued mistake that explains an answer that raised on some hidden cases, or
+        None: the mistake raises the same error on exactly those cases (a -1e9 fill on float16
+        scores: "value cannot be converted to type c10::Half without overflow") and gives the
+        answer's outputs on all the others, where it is wrong somewhere."""
+        got = records.get("outputs") if isinstance(records, dict) else None
+        if (not self.mistakes or not isinstance(got, list) or len(got) != len(cases)
+                or not all(isinstance(r, dict) and ("error" in r or "result" in r) for r in got)
+                or not any("error" in r for r in got)):
+            return None
+        ran = [(case, r["result"]) for case, r in zip(cases, got) if "error" not in r]
+        for mistake in self.mistakes:
+            try:
+                for case, record in zip(cases, got):
+                    if "error" not in record:
+                        continue
+                    try:
+                        self.run(mistake.compute, case)
+                    except Exception as error:  # noqa: BLE001 - the mistake's own crash, compared
+                        detail = str(error).strip().splitlines()[0][:60] if str(error).strip() else ""
+                        said = str(record["error"])
+                        if f" raised {type(error).__name__}" in said and detail in said:
+                            continue
+                    raise LookupError  # the mistake does not crash here, or not the same way
+                if all(self.difference(out, self.run(mistake.compute, case)) is None for case, out in ran) \
+                        and self._wrong_somewhere(mistake, [case for case, _ in ran]):
+                    return mistake
+            except Exception:  # noqa: BLE001 - not this mistake
+                continue
+        return None
+
     def _judge(self, records, generic, spec):
-        results = self._received(records, "outputs", spec["cases"], f"`{self.function_name}`")
+        try:
+            results = self._received(records, "outputs", spec["cases"], f"`{self.function_name}`")
+        except GradingError as error:
+            mistake = self._crash_explained(records, spec["cases"])
+            if mistake is None:
+                raise
+            raise GradingError(f"`{self.function_name}`: {mistake.message} (It also raised an error on a "
+                               f"hidden test case: {str(error)[:600]})") from None
         changed = self.changed_default(records)  # named when no catalogued mistake explains more
         for case, got in results:
             expected = self.run(self.reference, case)

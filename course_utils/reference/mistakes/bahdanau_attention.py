@@ -58,7 +58,12 @@ def score_cases(seed):
             return ((query, keys), {})
         return ((query, keys, torch.randn(d, d, generator=g, dtype=DT)), {})
 
-    return [case(2, 5, 3), case(3, 4, 6), case(4, 7, 5), case(3, 6, 4, with_W=False)]
+    half = lambda c: (tuple(t.half() for t in c[0]), c[1])  # noqa: E731
+    return [case(2, 5, 3), case(3, 4, 6), case(4, 7, 5), case(3, 6, 4, with_W=False),
+            # the smallest the prompt allows (issue 39, item 3): one sentence, one key, d = 1
+            case(1, 1, 1),
+            # float16, which the prompt does not rule out (issue 39, item 2)
+            half(case(2, 4, 3))]
 
 
 def _score_variant(W_mode="W", scale=False, softmax=False, cross_batch=False):
@@ -123,8 +128,14 @@ def attention_cases(seed):
         return ((query, keys, W1, W2, v), kwargs)
 
     # the last: a long v, scores in the thousands, where exp overflows without the maximum (issue 39)
+    half = lambda c: (tuple(t.half() for t in c[0]), c[1])  # noqa: E731
     return [case(3, 5, 4, 6), case(2, 7, 3, 5), case(4, 6, 5, 3, masked=True), case(3, 8, 4, 7, masked=True),
-            case(2, 5, 4, 6, masked=True, v_scale=1500.0)]
+            case(2, 5, 4, 6, masked=True, v_scale=1500.0),
+            # the smallest the prompt allows (issue 39, item 3): one sentence, one key, d = d_a = 1
+            case(1, 1, 1, 1),
+            # float16, which the prompt does not rule out (issue 39, item 2): scores past 11, where
+            # float16's exp overflows without the maximum
+            half(case(2, 5, 4, 6, masked=True, v_scale=8.0))]
 
 
 def _attention_variant(swap=False, tanh=True, use_v=True, dim=-1, keep_axis=False, context_axis=1,

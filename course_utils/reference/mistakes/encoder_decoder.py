@@ -116,6 +116,9 @@ def cross_attention_cases(seed):
         case(3, 5, 5, 6, 4, 3, lengths=[5, 3, 2], dtype=torch.float32),
         # scores in the thousands: exp overflows without the maximum (issue 39, item 1)
         case(2, 4, 4, 6, 4, 3, lengths=[4, 2], scale=60.0),
+        # the smallest the prompt allows (issue 39, item 3): one sentence, one position, one source
+        # token, d_k = 1
+        case(1, 1, 1, 3, 1, 2, lengths=[1]),
     ]
 
 
@@ -316,6 +319,18 @@ def block_cases(seed):
                                        f"x {tuple(x.shape)}, memory {tuple(memory.shape)}, src_mask {tuple(mask.shape)}; "
                                        f"only {only} and the norms at work, the other sub-layers' last "
                                        "weights set to zero")})
+    # The smallest the prompt allows (issue 39, item 3): one sentence, one position, one source
+    # token, one head, in both arrangements.
+    for norm_first in (True, False):
+        d_model, num_heads, d_ff = 6, 1, 10
+        weights = block_weights(d_model, d_ff, g)
+        x = 2.0 * torch.randn(1, 1, d_model, generator=g) + 1.0
+        memory = 2.0 * torch.randn(1, 1, d_model, generator=g) - 0.5
+        mask = torch.ones(1, 1, dtype=torch.bool)
+        cases.append({"init_args": [d_model, num_heads, d_ff], "init_kwargs": {"norm_first": norm_first},
+                      "weights": weights, "forward_args": [x, memory], "forward_kwargs": {"src_mask": mask},
+                      "describe": (f"d_model={d_model}, num_heads={num_heads}, d_ff={d_ff}, norm_first={norm_first}, "
+                                   "x (1, 1, 6), memory (1, 1, 6), src_mask (1, 1)")})
     return cases
 
 
@@ -481,6 +496,19 @@ def teacher_forcing_cases(seed):
     tgt[:, :-1] = torch.randint(0, TOY_CONFIG["target_vocab"], (3, 4), generator=g)
     tgt[0, 0], tgt[1, 1], tgt[2, 2] = 0, 1, 0
     cases.append(((toy_model(TransformerSeq2Seq, seed + 3), src, mask, tgt, TOY_BOS), {}))
+    # Logits in the thousands (the output layer scaled up; issue 39, item 1): a log-softmax written
+    # as log(softmax(...)) gives log(0) = -inf, and exp without the maximum overflows (e^710 is inf
+    # in float64); F.cross_entropy and log_softmax do neither.
+    src, mask, tgt = toy_batch(g, 2, 5, [5, 3], 4)
+    model = toy_model(TransformerSeq2Seq, seed + 4)
+    with torch.no_grad():
+        model.out.weight.mul_(300.0)
+        model.out.bias.mul_(300.0)
+    cases.append(((model, src, mask, tgt, TOY_BOS), {}))
+    # The smallest the prompt allows (issue 39, item 3): one sentence, one source token, a target
+    # of one token (EOS alone): the decoder reads BOS only.
+    src, mask, tgt = toy_batch(g, 1, 1, [1], 1)
+    cases.append(((toy_model(TransformerSeq2Seq, seed + 5), src, mask, tgt, TOY_BOS), {}))
     return cases
 
 
@@ -603,6 +631,12 @@ def greedy_cases(seed):
     for _ in range(2):
         cases.append(((toy_model(EncoderCountingSeq2Seq, seed + 200, noise=0.2, max_encodes=1), src, mask, TOY_BOS,
                        7), {}))
+    # The smallest the prompt allows (issue 39, item 3): steps = 0 returns a (B, 0) long tensor (no
+    # token, no BOS), steps = 1 one column; one sentence of one source token.
+    for i, (B, S, lengths, steps) in enumerate([(2, 4, [4, 2], 0), (1, 1, [1], 1), (1, 3, [3], 0)]):
+        src, mask, _ = toy_batch(g, B, S, lengths, 2)
+        model = toy_model(EncoderCountingSeq2Seq, seed + 300 + i, max_encodes=1)
+        cases.append(((model, src, mask, TOY_BOS, steps), {}))
     return cases
 
 

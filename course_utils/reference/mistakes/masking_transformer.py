@@ -94,7 +94,8 @@ CAUSAL = MaskExercise(
     reference=attention.causal_mask,
     # T = 20: a mask sliced out of a small precomputed table (8 x 8, say) must not pass; T = 100: nor
     # one sliced out of a table the size of the language model's window (32) or of the question's T (64).
-    make_cases=lambda seed: [((T,), {}) for T in (1, 4, 7, 20, 100)],
+    # T = 1100 (issue 39, item 3): nor one sliced out of GPT-2's fixed 1024 x 1024 buffer.
+    make_cases=lambda seed: [((T,), {}) for T in (1, 4, 7, 20, 100, 1100)],
     output_names=("your causal mask",),
     atol=0.0, rtol=0.0,
     crash_hint="return torch.ones(T, T, dtype=torch.bool) with only the entries on and below the diagonal kept True",
@@ -264,7 +265,22 @@ def _masked_softmax_cases(seed):
         # allowed scores far below -1e9 (-2**34 plus multiples of 2048: exact in float32): a -1e9 fill
         # leaks there even when fully masked rows are zeroed afterwards
         ((-2.0 ** 34 + 2048.0 * torch.randint(-3, 4, (3, 5), generator=g).float(), mask_with_both((3, 5))), {}),
+        # the smallest the prompt allows (issue 39, item 3): one query, one key, allowed or not
+        ((torch.randn(1, 1, generator=g), torch.ones(1, 1, dtype=torch.bool)), {}),
+        ((torch.randn(2, 1, 1, generator=g), torch.tensor([True, False])[:, None, None]), {}),
+        _float16_case(g),
     ]
+
+
+def _float16_case(g):
+    """float16 scores, which the prompt does not rule out (issue 39, item 2), with a fully masked
+    row: exp overflows past 11 in float16 (scores up to about 30 here) without the maximum; a
+    denominator clamped at 1e-30 is 0 in float16 (0 / 0 on the masked row); -1e30 is no float16."""
+    scores = (10.0 + 8.0 * torch.randn(2, 3, 5, generator=g)).half()
+    mask = torch.rand(2, 3, 5, generator=g) < 0.6
+    mask[..., 0] = True
+    mask[1, 2] = False
+    return (scores, mask), {}
 
 
 def _huge_blocked_case(g):
@@ -426,6 +442,8 @@ def _block_cases(seed):
         # a stream of variance ~1e-4, near LayerNorm's eps = 1e-5: a LayerNorm with another eps, or
         # written by hand with eps outside the square root, shows here
         (8, 2, 16, True, 2, 5, "causal", 0.01),
+        # the smallest the prompt allows (issue 39, item 3): one sentence of one token, one head
+        (6, 1, 10, True, 1, 1, "causal", 2.0),
     ]:
         weights = {}
         for name in ATTENTION_LINEARS:

@@ -60,6 +60,10 @@ def _split_cases(seed):
         ((torch.randn(2, 5, 12, generator=g), 3), {}),
         ((torch.randn(1, 7, 8, generator=g), 2), {}),
         ((torch.randn(3, 4, 24, generator=g), 4), {}),
+        # the smallest the prompt allows (issue 39, item 3): one sentence of one token, one head
+        ((torch.randn(1, 1, 6, generator=g), 1), {}),
+        # float16, which the prompt does not rule out (issue 39, item 2)
+        ((torch.randn(2, 3, 8, generator=g).half(), 2), {}),
     ]
 
 
@@ -121,6 +125,8 @@ def _merge_cases(seed):
         ((torch.randn(2, 3, 5, 4, generator=g),), {}),
         ((torch.randn(1, 2, 7, 3, generator=g),), {}),
         ((torch.randn(3, 4, 6, 2, generator=g),), {}),
+        ((torch.randn(1, 1, 1, 5, generator=g),), {}),  # the smallest: one sentence, head and token
+        ((torch.randn(2, 2, 3, 4, generator=g).half(),), {}),  # float16 (issue 39, item 2)
     ]
 
 
@@ -229,14 +235,21 @@ class ModuleExercise(Exercise):
 def _attention_cases(seed):
     g = torch.Generator().manual_seed(seed)
     cases = []
-    for d_model, num_heads, bias, batch_size, Tq, Tk, cross in [
-        (12, 3, True, 2, 5, 5, False),
-        (16, 4, False, 1, 3, 6, True),
-        (8, 2, True, 2, 4, 7, True),
+    for d_model, num_heads, bias, batch_size, Tq, Tk, cross, qk_scale in [
+        (12, 3, True, 2, 5, 5, False, 1.0),
+        (16, 4, False, 1, 3, 6, True, 1.0),
+        (8, 2, True, 2, 4, 7, True, 1.0),
+        # the smallest the prompt allows (issue 39, item 3): one head, one sentence, one token
+        (6, 1, True, 1, 1, 1, False, 1.0),
+        # scores in the hundreds (float32, the layer's dtype): exp overflows (e^89 is inf in float32)
+        # unless the maximum is subtracted, as torch.softmax does (issue 39, item 1)
+        (12, 3, True, 2, 4, 5, True, 5.0),
     ]:
         weights = {}
         for name in PROJECTIONS:
             w = torch.randn(d_model, d_model, generator=g) * (1.5 / math.sqrt(d_model))
+            if name in ("q_proj", "k_proj"):
+                w = w * qk_scale
             b = torch.randn(d_model, generator=g) * 0.5 if bias else None
             weights[name] = (w, b)
         query = torch.randn(batch_size, Tq, d_model, generator=g)

@@ -64,7 +64,10 @@ def rnn_step_cases(seed):
         return ((_randn(g, B, H, scale=scale), _randn(g, B, H, scale=0.8), _randn(g, H, H, scale=0.6),
                  _randn(g, H, H, scale=0.6), _randn(g, H, scale=0.7)), {})
 
-    return [case(3, 4, 1.0), case(2, 5, 2.0), case(5, 3, 0.5)]
+    half = case(2, 3, 1.0)
+    return [case(3, 4, 1.0), case(2, 5, 2.0), case(5, 3, 0.5),
+            case(1, 1, 1.0),  # the smallest the prompt allows (issue 39, item 3): one sentence, H = 1
+            (tuple(t.half() for t in half[0]), {})]  # float16, which the prompt does not rule out (item 2)
 
 
 def _rnn_step_variant(activation="tanh", swapped=False, transposed=False, bias=True, recurrence=True,
@@ -135,7 +138,13 @@ def rnn_forward_cases(seed):
         return ((_randn(g, B, B, d_in), h0, _randn(g, d_in, H, scale=0.7), _randn(g, H, H, scale=0.5),
                  _randn(g, H, scale=0.5)), {})
 
-    return [case(4, 3, 5, True), case(3, 2, 4, False), case(5, 3, 2, True)]
+    def smallest():  # one sentence of one step, d_in = H = 1 (issue 39, item 3)
+        return ((_randn(g, 1, 1, 1), None, _randn(g, 1, 1, scale=0.7), _randn(g, 1, 1, scale=0.5),
+                 _randn(g, 1, scale=0.5)), {})
+
+    half = case(3, 2, 4, False)  # float16 with no initial state: the zero state in x's dtype (item 2)
+    return [case(4, 3, 5, True), case(3, 2, 4, False), case(5, 3, 2, True), smallest(),
+            (tuple(t if t is None else t.half() for t in half[0]), {})]
 
 
 def _rnn_forward_variant(mode="right"):

@@ -339,7 +339,16 @@ def sdpa_cases(seed):
         # Scores in the thousands, whole numbers (exact in float32): exp overflows without the
         # maximum subtracted (issue 39, item 1).
         (_huge_scores(g), {}),
+        # float16, which the prompt does not rule out (issue 39, item 2), with a fully masked query:
+        # -1e9 is no float16 number, and exp overflows past 11 there without the maximum
+        _float16_case(qkv((2,), 3, 5, 4, 6), _mask_with_both((2, 3, 5), g)),
     ]
+
+
+def _float16_case(qkv, mask):
+    q, k, v = qkv
+    mask[1, 2] = False  # a query with no key to attend to
+    return (tuple(t.half() for t in (4.0 * q, 2.0 * k, v)), {"mask": mask})
 
 
 def _huge_scores(g):

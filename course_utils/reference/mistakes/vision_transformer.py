@@ -44,6 +44,11 @@ def patchify_cases(seed):
         ((torch.randn(1, 2, 9, 6, generator=g, dtype=torch.float64), 3), {}),
         ((torch.randn(3, 1, 4, 6, generator=g, dtype=torch.float64), 2), {}),
         ((torch.randn(2, 3, 4, 4, generator=g, dtype=torch.float64), 2), {}),
+        # the smallest the prompt allows (issue 39, item 3): one image, one channel, one patch; P = 1
+        ((torch.randn(1, 1, 3, 3, generator=g, dtype=torch.float64), 3), {}),
+        ((torch.randn(1, 2, 2, 3, generator=g, dtype=torch.float64), 1), {}),
+        # float16 images, which the prompt does not rule out (issue 39, item 2)
+        ((torch.randn(2, 2, 4, 6, generator=g).half(), 2), {}),
     ]
 
 
@@ -113,6 +118,14 @@ def patch_embedding_cases(seed):
         weight = torch.randn(d, d, generator=g, dtype=torch.float64) / d ** 0.5
         bias = 1.0 + torch.randn(d, generator=g, dtype=torch.float64)
         cases.append(((images, weight, bias, P), {}))
+    # the smallest the prompt allows (issue 39, item 3): one image of one patch, one channel
+    images = torch.randn(1, 1, 2, 2, generator=g, dtype=torch.float64)
+    weight = torch.randn(3, 4, generator=g, dtype=torch.float64)
+    cases.append(((images, weight, torch.randn(3, generator=g, dtype=torch.float64), 2), {}))
+    # float16, which the prompt does not rule out (issue 39, item 2)
+    images = torch.randn(2, 3, 4, 6, generator=g).half()
+    weight = (torch.randn(5, 12, generator=g) / 12 ** 0.5).half()
+    cases.append(((images, weight, torch.randn(5, generator=g).half(), 2), {}))
     return cases
 
 
@@ -219,6 +232,11 @@ def class_token_cases(seed):
           torch.randn(1, 1, 5, generator=g, dtype=torch.float64)), {}),
         ((torch.randn(2, 6, 3, generator=g, dtype=torch.float64),
           torch.randn(1, 1, 3, generator=g, dtype=torch.float64)), {}),
+        # the smallest the prompt allows (issue 39, item 3): one image of one patch, d = 1
+        ((torch.randn(1, 1, 1, generator=g, dtype=torch.float64),
+          torch.randn(1, 1, 1, generator=g, dtype=torch.float64)), {}),
+        # float16 (issue 39, item 2)
+        ((torch.randn(2, 3, 4, generator=g).half(), torch.randn(1, 1, 4, generator=g).half()), {}),
     ]
 
 
@@ -257,6 +275,7 @@ def forward_cases(seed):
     for image_size, patch_size, channels, d_model, depth, heads, B in [
         (8, 4, 1, 8, 1, 2, 3), (12, 4, 2, 12, 2, 3, 2), (16, 4, 1, 16, 2, 4, 2),
         (8, 2, 1, 8, 1, 2, 2),  # patch size 2: a vit_forward that hard-codes 4 must fail
+        (4, 4, 1, 4, 1, 1, 1),  # the smallest (issue 39, item 3): one image of one patch, one head
     ]:
         torch.manual_seed(seed + image_size)
         model = probe.portable(TinyViT, image_size=image_size, patch_size=patch_size, channels=channels,
