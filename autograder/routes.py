@@ -69,11 +69,15 @@ DYNAMIC_MODULES = (
     "sys.addaudithook", "operator.attrgetter", "operator.methodcaller", "functools.partial.__call__",
     "pydoc", "string.Formatter", "logging.config", "shelve", "joblib", "copy_reg", "traceback", "sys.exc_info",
     "sys.exception", "sys.last_traceback", "sys.last_value", "sys.last_exc", "sys._current_frames",
+    # library helpers that run a function in other threads or processes (issue 37 item 9)
+    "torch.jit.fork", "torch.jit._fork", "torch.multiprocessing", "torch.futures", "torch.utils.data",
 )
 # Names that start one of these run other programs or processes (os.execv, os.spawnl, ...).
 DYNAMIC_PREFIXES = ("os.system", "os.fork", "os.popen", "os.exec", "os.spawn", "os.posix_spawn", "os.kill")
 # Of those, the ones a cell may not even use outside the answer's reach: they run code beside it.
-CONCURRENT_MODULES = ("threading", "_thread", "concurrent", "multiprocessing", "asyncio", "subprocess", "signal")
+CONCURRENT_MODULES = ("threading", "_thread", "concurrent", "multiprocessing", "asyncio", "subprocess", "signal",
+                      # PyTorch's own ways to run a function in another thread or process
+                      "torch.jit.fork", "torch.jit._fork", "torch.multiprocessing", "torch.futures")
 
 DYNAMIC_BUILTINS = ("eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
                     "get_ipython", "open", "__builtins__", "__loader__", "__spec__")

@@ -161,6 +161,14 @@ def masked_softmax(scores, mask):
     t.start(); t.join()
     return out["r"].nan_to_num(0.0)
 """, "threading"),
+    "the forbidden call in a thread a library helper starts": ("08_masking_transformer", "masking_transformer_masked_softmax", """
+def masked_softmax(scores, mask):
+    future = torch.jit.fork(torch.softmax, scores.masked_fill(~mask, float('-inf')), -1)
+    return torch.jit.wait(future).nan_to_num(0.0)
+""", "torch.jit.fork"),
+    "a helper's thread started in another cell": ("08_masking_transformer", "masking_transformer_masked_softmax", """
+_pending = torch.jit.fork(torch.softmax, torch.zeros(2, 2), -1)
+""", "torch.jit.fork"),
     "a thread pool started in another cell": ("08_masking_transformer", "masking_transformer_masked_softmax", """
 from concurrent.futures import ThreadPoolExecutor
 POOL = ThreadPoolExecutor(1)
