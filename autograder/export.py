@@ -17,6 +17,7 @@ by the command line from the course's config); without it nothing is mapped or p
 """
 import hashlib
 import os
+import re
 import shutil
 
 from . import csvsafe, lms, regrade, report
@@ -241,6 +242,9 @@ def _text(text, dest, failures):
         failures.append(f"{dest}: {exc.strerror or exc}")
 
 
+_REVIEW_WHERE = re.compile(r"(cell \d+) .*?\(`(.*)`\)")
+
+
 def _review(batch, student, assignment, result):
     """The "worth a look" lines of a graded submission (judge.REVIEW_KEY on its test cells: what
     the forbidden-route reader could not tell from a habit; they cost no point), read from the
@@ -251,7 +255,7 @@ def _review(batch, student, assignment, result):
     from .judge import REVIEW_KEY
     import nbformat
     folder = os.path.join(getattr(batch, "work", ""), "shards", assignment, student, "autograded", student, assignment)
-    notes = []
+    notes, quoted = [], set()
     for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
         if not name.endswith(".ipynb"):
             continue
@@ -261,9 +265,13 @@ def _review(batch, student, assignment, result):
             continue
         for cell in nb.cells:
             for note in cell.get("metadata", {}).get(REVIEW_KEY, []) or []:
-                line = f"{name}: {note}"[:1000]
-                if line not in notes:
-                    notes.append(line)
+                # One line per line of the notebook: each test cell reads the same cells, and one
+                # line can name several paths (`importlib`, `importlib.util`, ...): the first says it.
+                where = _REVIEW_WHERE.search(str(note))
+                key = (name, where.group(1), where.group(2)) if where else (name, str(note))
+                if key not in quoted:
+                    quoted.add(key)
+                    notes.append(f"{name}: {note}"[:1000])
     result["review"] = notes
     return notes
 

@@ -508,3 +508,21 @@ def test_the_judge_marks_a_route_and_keeps_the_habits_for_problems_csv(tmp_path)
     assert result["review"] == notes and any("np.exp?" in n for n in notes)
     cells, index, _ = _with_answer(*ATTACKS["getattr with a constant name"][:3])
     assert judge.forbidden_route(cells, index, cells[index].source).startswith(routes.FORBIDDEN_ROUTE)
+
+
+def test_each_line_worth_a_look_is_listed_once(tmp_path):
+    """Every test cell reads the same earlier cells, and one line can name several paths
+    (`importlib`, `importlib.util`, `importlib.util.spec_from_file_location`): the instructor
+    reads it once (the class overview listed it once per test cell and per path)."""
+    import types as _types
+    from autograder import export
+    line = '_spec = importlib.util.spec_from_file_location("scratch", "scratch.py")'
+    nb = _with_habit(f"import importlib.util\n{line}\n")
+    for index, _ in _test_cells(nb):
+        judge.forbidden_route(nb.cells, index, nb.cells[index].source)
+    assert sum(line in n for c in nb.cells for n in c.metadata.get(judge.REVIEW_KEY, [])) > 1
+    folder = tmp_path / "shards" / "05_self_attention" / "s1" / "autograded" / "s1" / "05_self_attention"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, str(folder / "self_attention.ipynb"))
+    notes = export._review(_types.SimpleNamespace(work=str(tmp_path)), "s1", "05_self_attention", {"status": "graded"})
+    assert sum(line in n for n in notes) == 1, notes
