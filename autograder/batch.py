@@ -331,8 +331,8 @@ class Batch:
                 os.chmod(reference, 0o700)
         for path in (self.out, self.work):
             os.chmod(path, 0o700)
-        for slot in range(1, (self.o.jobs or os.cpu_count() or 1) + 1):
-            sandbox.kill_user(sandbox.slot_uid(slot, "drop"))  # anything left from an earlier run
+        # (What an earlier run left running as a slot's uid is killed by the worker before that
+        # slot's first kernel starts: worker.grade.)
 
     def prepare(self, assignment):
         """Template gradebook, private release and hidden lines for one assignment."""
