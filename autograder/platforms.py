@@ -436,12 +436,12 @@ class OneSubmission(batch.Batch):
 
 
 # Reasons the worker gives for could_not_grade that are the grader's, not the upload's.
-_GRADER_SIDE = ("internal grading error", "needed more memory than the grader allows itself",
+_GRADER_SIDE_PROBLEMS = ("internal grading error", "needed more memory than the grader allows itself",
                 "the grading worker stopped")
 
 
 def _grader_side(result):
-    return any(marker in str(p) for p in result.get("problems", []) for marker in _GRADER_SIDE)
+    return any(marker in str(p) for p in result.get("problems", []) for marker in _GRADER_SIDE_PROBLEMS)
 
 
 def _student_text(text, root):
