@@ -101,6 +101,17 @@ REVIEWED_MODULES = ("pydoc.locate", "string.Formatter", "logging.config", "pickl
 # Running code's frames: the in-kernel guard's state, reached through a traceback.
 FRAME_ATTRIBUTES = ("tb_frame", "tb_next", "f_back", "f_locals", "f_globals", "f_builtins", "f_code",
                     "gi_frame", "cr_frame", "ag_frame", "__traceback__")
+# Libraries that call a function they are given here, in this thread, when they are called
+# (functools.reduce, itertools.starmap, sorted's key, torch.vmap): handing them one of the
+# notebook's functions is ordinary. A function handed to any other library's function may be run
+# somewhere the in-kernel guard cannot see (tqdm.contrib.concurrent.thread_map runs it in a thread
+# pool): worth the instructor's look, with the line (issue 37 item 9).
+CALLS_IN_THIS_THREAD = RESOLVED_ROOTS + (
+    "functools", "itertools", "operator", "collections", "heapq", "bisect", "contextlib", "typing",
+    "dataclasses", "copy", "statistics", "random", "re", "string", "enum", "abc", "warnings", "time",
+    "timeit", "cmath", "numbers", "fractions", "decimal", "json", "textwrap", "unittest", "hypothesis",
+    "matplotlib", "ipywidgets", "IPython.display",
+)
 TORCH_HIDDEN_NAMESPACES = ("torch.ops", "torch.overrides", "torch.library", "torch.utils._python_dispatch",
                            "torch.compiler", "torch.jit", "torch.fx")
 
@@ -787,6 +798,8 @@ class _Reader:
                 elif isinstance(node, ast.Name) and node.id == "__builtins__":
                     out.append(Note(f"worth a look: cell {statement.cell + 1} uses `__builtins__` "
                                     f"(`{statement.line(node)}`)"))
+                elif isinstance(node, ast.Call) and (note := self._handed_over(statement, node)):
+                    out.append(note)
                 elif isinstance(node, (ast.Attribute, ast.Name)) and (parts := _chain(node)):
                     for path in self.paths(parts, self.imports):
                         if _startswith(path, REVIEWED_MODULES):
@@ -795,6 +808,41 @@ class _Reader:
                                             "route the grader cannot follow"))
                             break
         return list(dict.fromkeys(out))
+
+
+    @functools.cached_property
+    def _defined_functions(self):
+        """Names the notebook binds to a function or class it defines (`def f`, `f = lambda ...`)."""
+        out = set()
+        for statement in self.statements:
+            node = statement.node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+                out.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        return out
+
+    def _handed_over(self, statement, call):
+        """A Note when `call` hands one of the notebook's functions (a name it defines, a lambda)
+        to a function of a library outside CALLS_IN_THIS_THREAD, which may run it in another thread
+        or process; None otherwise."""
+        parts = _chain(call.func)
+        paths = [p for p in (self.paths(parts, self.imports) if parts else [])
+                 if not _startswith(p, CALLS_IN_THIS_THREAD)]
+        if not paths:
+            return None
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            value = value.value if isinstance(value, ast.Starred) else value
+            if isinstance(value, ast.Lambda):
+                given = "a lambda"
+            elif isinstance(value, ast.Name) and value.id in self._defined_functions:
+                given = f"`{value.id}`"
+            else:
+                continue
+            return Note(f"worth a look: cell {statement.cell + 1} hands {given} to `{paths[0]}` "
+                        f"(`{statement.line(call)}`), a library function the grader does not read: it may run "
+                        "it in another thread or process, where the check cannot see what it calls")
+        return None
 
 
 def _names_used(node):

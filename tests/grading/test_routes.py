@@ -526,3 +526,45 @@ def test_each_line_worth_a_look_is_listed_once(tmp_path):
     nbformat.write(nb, str(folder / "self_attention.ipynb"))
     notes = export._review(_types.SimpleNamespace(work=str(tmp_path)), "s1", "05_self_attention", {"status": "graded"})
     assert sum(line in n for n in notes) == 1, notes
+
+
+# --- a function handed to another library, which may run it where the check cannot see ------
+
+HANDED_OVER = {
+    "a thread pool of another library, in the answer": """
+from tqdm.contrib.concurrent import thread_map
+def masked_softmax(scores, mask):
+    return thread_map(lambda s: torch.softmax(s, -1), [scores.masked_fill(~mask, float('-inf'))])[0].nan_to_num(0.0)
+""",
+    "a defined function handed over in another cell": """
+import tqdm.contrib.concurrent as tc
+def _one(s):
+    return s
+tc.thread_map(_one, [1, 2])
+""",
+}
+
+
+@pytest.mark.parametrize("name", HANDED_OVER)
+def test_a_function_handed_to_another_library_is_worth_a_look_with_its_line(name):
+    cells, index, exercise = _with_answer("08_masking_transformer", "masking_transformer_masked_softmax",
+                                          HANDED_OVER[name])
+    _, notes = routes.read(cells, index, exercise.function_name, exercise.forbidden)
+    handed = [n for n in notes if "hands" in n]
+    assert len(handed) == 1, notes
+    assert handed[0].startswith("worth a look") and "thread_map" in handed[0] and "(`" in handed[0], handed
+
+
+def test_a_function_handed_to_libraries_that_call_it_here_is_not_noted():
+    code = """
+import functools, itertools
+def _add(a, b):
+    return a + b
+total = functools.reduce(_add, [1, 2, 3])
+pairs = list(itertools.starmap(_add, [(1, 2)]))
+batched = torch.vmap(lambda row: row * 2)(torch.ones(2, 3))
+ordered = sorted([3, 1], key=lambda v: -v)
+"""
+    cells, index, exercise = _with_answer("08_masking_transformer", "masking_transformer_masked_softmax", code)
+    found, notes = routes.read(cells, index, exercise.function_name, exercise.forbidden)
+    assert found is None and not [n for n in notes if "hands" in n], (found, notes)
