@@ -106,9 +106,11 @@ bench: $(READY)
 bundle: $(READY)
 	$(BIN)/python scripts/bundle.py dist/student-bundle.zip
 
-# The Gradescope autograder zip, from the last commit: make gradescope [ASSIGNMENT=05_self_attention]
+# The Gradescope autograder zip, from the last commit:
+# make gradescope [ASSIGNMENT=05_self_attention] [VISIBILITY=visible] [TIMEOUT=60] [MEMORY=4]
 gradescope: $(READY)
-	$(BIN)/python scripts/build_gradescope_zip.py $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT))
+	$(BIN)/python scripts/build_gradescope_zip.py $(if $(ASSIGNMENT),--assignment $(ASSIGNMENT)) \
+	  $(if $(VISIBILITY),--visibility $(VISIBILITY)) $(if $(TIMEOUT),--timeout $(TIMEOUT)) $(if $(MEMORY),--memory $(MEMORY))
 
 clean:
 	rm -rf $(VENV) dist .pytest_cache

@@ -48,6 +48,8 @@ import sys
 import tempfile
 import time
 
+from course_utils.grading import questions
+
 from . import batch, intake, report
 
 STUDENT = "student"  # the one student of the class of one (a valid intake id)
@@ -149,7 +151,6 @@ def check_belongs(files, assignment, source_root, names):
 # (ada+cs101@uni.edu). Such an id is not dropped but made valid by one documented rule.
 ID_RULE = ("every character other than a letter, a digit, '.', '_', '@' or '-' becomes '-', "
            "leading punctuation is dropped and the id is cut at 64 characters")
-_ID_CHARS = re.compile(r"[^A-Za-z0-9._@-]")
 
 
 def valid_id(text):
@@ -157,8 +158,8 @@ def valid_id(text):
     when nothing is left of it."""
     if not isinstance(text, (str, int)) or isinstance(text, bool):
         return None
-    made = _ID_CHARS.sub("-", str(text).strip()).lstrip("._@-")[:64]
-    return made if intake.STUDENT_ID.match(made) else None
+    made = questions.canonical_id(str(text))  # the form the student's notebook draws numbers from
+    return made if made and intake.STUDENT_ID.match(made) else None
 
 
 def identify(submission_dir, given=None):
@@ -672,7 +673,8 @@ def main(args):
     if graded["status"] == "graded":
         got = sum(c["score"] for c in graded["cells"])
         full = sum(c["max_score"] for c in graded["cells"])
-        print(f"autograder: {graded['assignment']}: {got:g}/{full:g} in {graded['seconds']:.1f} s" + how
+        whose = f" for {graded['student']}" if graded.get("student") else ""
+        print(f"autograder: {graded['assignment']}{whose}: {got:g}/{full:g} in {graded['seconds']:.1f} s" + how
               + (f" (from the cache: {', '.join(graded['cached'])})" if graded.get("cached") else "")
               + f"; wrote {os.path.abspath(out)}",
               file=sys.stderr)

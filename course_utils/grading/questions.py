@@ -110,6 +110,21 @@ def set_student_id(student, folder=None):
     return target / ID_FILE
 
 
+# The id graders file a student under keeps letters, digits, ".", "_", "@" and "-" (a grading
+# folder's name; Gradescope's emails hold "+": ada+cs101@uni.edu). The numbers are drawn from the
+# id in that form, so the student's notebook and every grader agree whichever form was typed.
+_NOT_IN_IDS = re.compile(r"[^A-Za-z0-9._@-]")
+
+
+def canonical_id(student):
+    """`student` as graders file it: every character other than a letter, a digit, '.', '_', '@'
+    or '-' becomes '-', leading punctuation is dropped, at most 64 characters; None if nothing is
+    left (ada+cs101@uni.edu -> ada-cs101@uni.edu)."""
+    student = _valid(student)
+    made = _NOT_IN_IDS.sub("-", student).lstrip("._@-")[:64] if student else ""
+    return made or None
+
+
 def variants(grade_id):
     return [dict(v) for v in VARIANTS[grade_id]]
 
@@ -117,7 +132,7 @@ def variants(grade_id):
 def variant_index(grade_id, student):
     """0 (the example) without an id; else one of the others, fixed by the id and the question."""
     count = len(VARIANTS[grade_id])
-    student = _valid(student)
+    student = canonical_id(student)
     if student is None or count < 2:
         return 0
     digest = hashlib.sha256(f"{grade_id}\0{student}".encode()).digest()
