@@ -15,6 +15,9 @@ import json
 import os
 import re
 
+from . import ipython_hooks
+
+HOOK = "progress: record each cell's outcome"
 _results = {}  # a cell's source, normalised -> (passed, one-line message)
 # The heading above an exercise, as the student sees it: "### Exercise 2 · ..." or "### Think first · ...".
 EXERCISE_HEADING = re.compile(r"^#{2,4}\s*((?:Exercise|Think first)\b[^\n]*)", re.MULTILINE)
@@ -44,18 +47,7 @@ def _record(result):
 
 def install():
     """Start recording cell outcomes in this IPython kernel (once); elsewhere, do nothing."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython ships with the course
-        return False
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "events"):
-        return False
-    if getattr(shell, "_course_progress_installed", False):
-        return True
-    shell.events.register("post_run_cell", _record)
-    shell._course_progress_installed = True
-    return True
+    return ipython_hooks.on_cell_end(HOOK, _record)
 
 
 def _notebook_path(path=None):
