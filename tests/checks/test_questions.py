@@ -144,3 +144,18 @@ def test_the_grader_uses_its_own_id_not_the_kernels(grade_id, monkeypatch):
     assert personal.numbers == questions.numbers(grade_id, "alice")
     assert judge._exercise(topic, grade_id, None).numbers == questions.variants(grade_id)[0]
 
+
+@pytest.mark.parametrize("grade_id", QUESTIONS)
+def test_a_verdict_is_read_back_into_the_mistake_it_names(grade_id):
+    """The one reading that part scores and the copied-answer check share: the catalogued mistake
+    whose sentence a GradingError carries; none for a sentence of no mistake, and a mistake without
+    a sentence is never "named" by every message."""
+    import dataclasses
+
+    from course_utils.reference.mistakes import Mistake
+    exercise = registry.exercise(grade_id).example()
+    mistake = exercise.mistakes[-1]
+    assert exercise.mistake_named_in(f"`{exercise.function_name}`: {mistake.message}") is mistake
+    assert exercise.mistake_named_in("a sentence no catalogued mistake says") is None
+    silent = dataclasses.replace(exercise, mistakes=(Mistake("silent", "", mistake.compute),))
+    assert silent.mistake_named_in("any message at all") is None
