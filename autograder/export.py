@@ -220,7 +220,7 @@ def _record(batch, taken, results):
             catalogues[assignment] = report.load_catalogue(assignment)
         cells = []
         for c in r.get("cells", []):
-            exercise = c["grade_id"][:-len("_tests")] if c["grade_id"].endswith("_tests") else c["grade_id"]
+            exercise = report.exercise_of(c["grade_id"])
             cells.append({"notebook": c["notebook"], "grade_id": c["grade_id"], "score": c["score"],
                           "message": c.get("message", ""),
                           "outcome": _outcome(report.classify(c, catalogues[assignment].get(exercise)))})

@@ -15,8 +15,8 @@ the last step, so nothing a student wrote can run):
   sanitizer's MathML allow-list and serialized here (latex2mathml's own string output un-escapes
   `\\text{<script>}`); a formula that does not convert, or converts to anything outside the
   list, keeps its escaped TeX. Text in `<code>` and `<pre>` is never touched;
-- a summary replaces the table of contents: per graded cell, the exercise's title (the last
-  "Exercise ..." heading before it), its grade id, points got / possible and the first error of
+- a summary replaces the table of contents: per graded cell, the exercise's title (the exercise
+  heading over it, read by course_utils.grading.headings as everywhere else), its grade id, points got / possible and the first error of
   the cell (redacted already: the sentence the check wrote), or "passed". Points come from the
   gradebook rows when the worker passes them (`cells`), so markup a student put in a markdown
   cell cannot change them; otherwise from the page.
@@ -26,6 +26,8 @@ import re
 import xml.etree.ElementTree as ET
 
 from latex2mathml.converter import convert_to_element
+
+from course_utils.grading.headings import HeadingWalk
 
 from .sanitize import MATHML_ATTRIBUTES, MATHML_TAGS
 
@@ -59,7 +61,7 @@ _RAW = {"pre", "code", "script", "style", "textarea", "math", "kbd", "samp"}
 _MATH = re.compile(r"\$\$(?P<display>.+?)\$\$"
                    r"|(?<![\\$])\$(?P<inline>(?!\s)[^$\n]*?(?:\n(?!\n)[^$\n]*?)*)(?<![\s\\])\$(?!\d)", re.S)
 _CHARREF = re.compile(r"&#x([0-9A-Fa-f]+);")
-_EXERCISE = re.compile(r"<h([1-6])[^>]*>(.*?)</h\1>", re.S | re.I)
+_HEADING = re.compile(r"<h([1-6])[^>]*>(.*?)</h\1>", re.S | re.I)
 _CELL_START = re.compile(r'<div class="cell border-box-sizing')
 _ANCHOR = re.compile(r'<a name="([^"]+)"[^>]*>\s*</a>\s*<div class="panel-heading">(.*?)</div>', re.S)
 _SCORE = re.compile(r"Score:\s*(-?[\d.]+)\s*/\s*(-?[\d.]+)")
@@ -169,15 +171,14 @@ def summary_rows(page, cells=None):
     cells: the worker's gradebook rows of this notebook ({grade_id, score, max_score}); when given
     they decide which cells are listed and their points."""
     known = {c["grade_id"]: c for c in cells} if cells is not None else None
-    rows, seen, title = [], set(), None
+    rows, seen, walk = [], set(), HeadingWalk()
     starts = [m.start() for m in _CELL_START.finditer(page)] + [len(page)]
     for begin, end in zip(starts, starts[1:]):
         chunk = page[begin:end]
         if chunk.startswith('<div class="cell border-box-sizing text_cell'):
-            for heading in _EXERCISE.finditer(chunk):
-                text = _plain(re.sub(r'<a class="anchor-link".*?</a>', "", heading.group(2), flags=re.S))
-                if re.match(r"exercise\b", text, re.I):
-                    title = text
+            for heading in _HEADING.finditer(chunk):
+                walk.see(int(heading.group(1)),
+                         _plain(re.sub(r'<a class="anchor-link".*?</a>', "", heading.group(2), flags=re.S)))
         for anchor in _ANCHOR.finditer(chunk):
             gid, heading = html.unescape(anchor.group(1)), anchor.group(2)
             score = _SCORE.search(heading)
@@ -196,6 +197,7 @@ def summary_rows(page, cells=None):
                     message = message[len(prefix):]
             if not message and known is not None:  # a partly credited cell: the judge's sentence
                 message = str(known[gid].get("partial_message", ""))
+            title = walk.current.shown if walk.current else None
             rows.append({"grade_id": gid, "title": title, "score": got, "max_score": possible,
                          "message": message})
     for gid, c in (known or {}).items():  # graded, but not found on the page

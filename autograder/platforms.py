@@ -511,7 +511,7 @@ def _cells(result, assignment, release_root, secret_lines):
             text = "Failed (the message quoted a hidden test, so it is not shown)."
         else:
             text = _sentence(message) or "Failed (the test cell raised an error without a message)."
-        rows.append({"name": plain_name(release.titles.get(gid) or release.titles.get(exercise) or gid),
+        rows.append({"name": plain_name(release.title_of(gid) or gid),
                      "grade_id": gid, "notebook": nb, "score": float(cell.get("score") or 0),
                      "max_score": float(cell.get("max_score") or 0), "outcome": outcome.kind,
                      "mistake": outcome.mistake, "message": text,

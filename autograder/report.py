@@ -48,6 +48,7 @@ from autograder import redact
 from autograder.routes import FORBIDDEN_ROUTE
 from course_utils.reference.mistakes import ANOTHER_STUDENTS, EXAMPLE_ANSWER, message_matches
 from autograder.intake import SOLUTION_STUDENT
+from course_utils.grading.headings import exercise_of, exercise_titles
 
 COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOT_RUN = ("NotRun", "Timeout", "KernelDied", "TamperError")
@@ -57,7 +58,6 @@ ORDER = (PASSED, NOT_ATTEMPTED, MISTAKE, UNNAMED, FORBIDDEN, DID_NOT_RUN)
 WITHHELD = "[a message that quoted the hidden tests; withheld]"
 MESSAGE_CHARS = 240
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_POINTS = re.compile(r"\s*\(\s*\d+(?:\.\d+)?\s+points?\s*\)\s*$", re.I)
 _NAME_ERROR = re.compile(r"^NameError: name '(\w+)' is not defined")
 
 
@@ -75,44 +75,9 @@ def load_catalogue(assignment):
     return dict(getattr(module, "EXERCISES", {}))
 
 
-def exercise_of(grade_id):
-    """'self_attention_softmax_tests' -> 'self_attention_softmax' (the answer cell's id)."""
-    return grade_id[: -len("_tests")] if grade_id.endswith("_tests") else grade_id
-
-
 # --- the release notebook: titles and stubs -------------------------------------------------
-
-def _heading(line):
-    """'### Exercise 1 · A stable softmax (2 points)' -> 'Exercise 1 · A stable softmax'."""
-    return _POINTS.sub("", line.lstrip("#").strip()).strip()
-
-
-def exercise_titles(nb):
-    """{grade_id: title} of a notebook: every answer and test cell is titled by the exercise
-    heading ("### Exercise N · Title (k points)", or "### Think first · ...") that precedes it,
-    the test cell `X_tests` by its answer cell X's. Only a heading that gives points (or starts
-    "Exercise" or "Think first") titles an exercise, until a heading of its level or above starts
-    another section: a section or notebook heading would give several exercises one name. A cell
-    with no exercise heading over it is left out (the report then shows its grade id)."""
-    titles, exercise_heading, level = {}, None, 0
-    for cell in nb.cells:
-        if cell.get("cell_type") == "markdown":
-            for line in cell.source.splitlines():
-                depth = len(line) - len(line.lstrip("#"))
-                if not depth:
-                    continue
-                if _POINTS.search(line) or re.match(r"#+\s*(Exercise|Think first)\b", line):
-                    exercise_heading, level = _heading(line), depth
-                elif depth <= level:  # a new section ends the exercise ("#### Hint" does not)
-                    exercise_heading, level = None, 0
-            continue
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if not grade_id or not (cell.metadata["nbgrader"].get("solution") or cell.metadata["nbgrader"].get("grade")):
-            continue
-        title = titles.get(exercise_of(grade_id)) or exercise_heading
-        if title:
-            titles[grade_id] = title
-    return titles
+# Exercise titles are read by course_utils.grading.headings (exercise_titles, exercise_of), the
+# one reader the feedback page, the platforms, Validate and the progress table use too.
 
 
 @dataclasses.dataclass
@@ -123,6 +88,10 @@ class Release:
     order: dict = dataclasses.field(default_factory=dict)  # grade_id -> position in the notebook
     blank_stubs: frozenset = frozenset()  # answer grade_ids whose stub defines nothing
     secret: tuple = ()  # hidden-test lines the student has not seen
+
+    def title_of(self, grade_id):
+        """The exercise title over a graded cell (a test cell's, else its answer's), or None."""
+        return self.titles.get(grade_id) or self.titles.get(exercise_of(grade_id))
 
 
 def read_release(path, source_path=None):
@@ -286,7 +255,7 @@ def tally(results, load=load_catalogue, release_root=None, secret_lines=None):
             if key not in exercises:
                 exercises[key] = ExerciseTally(
                     assignment, notebook, exercise_id,
-                    release.titles.get(cell["grade_id"]) or release.titles.get(exercise_id) or exercise_id,
+                    release.title_of(cell["grade_id"]) or exercise_id,
                     release.order.get(cell["grade_id"], release.order.get(exercise_id, 10**6)))
             t = exercises[key]
             if any(line in str(cell.get("message") or "") for line in release.secret):

@@ -4,6 +4,7 @@ A failed check is a `GradingError`: one sentence, in a student's words, about *t
 In JupyterLab the error is shown as that sentence alone; a traceback through course internals
 would only bury it. nbgrader still sees an error output, so the cell scores zero as it should.
 """
+from .ipython_hooks import running_shell
 
 
 class GradingError(AssertionError):
@@ -45,11 +46,7 @@ def _custom_display(shell, etype, value, tb, tb_offset=None):
 def install_notebook_display():
     """In an IPython kernel, show grading errors, and the stubs' bare NotImplementedError, as one
     sentence. Elsewhere, do nothing."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython ships with the course
-        return False
-    shell = get_ipython()
+    shell = running_shell()
     if shell is None or not hasattr(shell, "_showtraceback"):
         return False
     shell.set_custom_exc((GradingError, NotImplementedError), _custom_display)

@@ -26,8 +26,9 @@ import scipy.special
 import torch
 from torch.nn import functional as F
 
-from . import guards
+from . import guards, ipython_hooks
 
+HOOK = "parts: give the student's own pieces back"
 _MISSING = object()
 
 
@@ -189,13 +190,8 @@ def use_correct(answer, pieces):
     given back when the cell ends (an IPython post_run_cell hook), whatever happened in it. When
     the student's own piece disagrees with the correct one, one line says which exercise to fix.
     Outside an IPython kernel (plain scripts) it changes nothing."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython ships with the course
-        return
-    shell = get_ipython()
     namespace = namespace_of(answer)
-    if shell is None or not hasattr(shell, "events") or namespace is None:
+    if ipython_hooks.running_shell() is None or namespace is None:
         return
     _give_back()
     own = {name: namespace.get(name, _MISSING) for name in pieces}
@@ -204,9 +200,7 @@ def use_correct(answer, pieces):
         namespace[name] = _in_place_of(PIECES[name])
     _pending.append((namespace, own))
     _active.append(answer)
-    if not getattr(shell, "_course_parts_hook", False):
-        shell.events.register("post_run_cell", _give_back)
-        shell._course_parts_hook = True
+    ipython_hooks.on_cell_end(HOOK, _give_back)
     if to_fix:
         used = " and ".join(f"`{name}`" for name in pieces)
         print(f"Note: this cell tests `{getattr(answer, '__name__', 'your answer')}` with a correct {used} in place "

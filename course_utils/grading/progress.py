@@ -13,11 +13,11 @@ import glob
 import html
 import json
 import os
-import re
 
+from . import headings, ipython_hooks
+
+HOOK = "progress: record each cell's outcome"
 _results = {}  # a cell's source, normalised -> (passed, one-line message)
-# The heading above an exercise, as the student sees it: "### Exercise 2 · ..." or "### Think first · ...".
-EXERCISE_HEADING = re.compile(r"^#{2,4}\s*((?:Exercise|Think first)\b[^\n]*)", re.MULTILINE)
 
 
 def _key(source):
@@ -44,18 +44,7 @@ def _record(result):
 
 def install():
     """Start recording cell outcomes in this IPython kernel (once); elsewhere, do nothing."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython ships with the course
-        return False
-    shell = get_ipython()
-    if shell is None or not hasattr(shell, "events"):
-        return False
-    if getattr(shell, "_course_progress_installed", False):
-        return True
-    shell.events.register("post_run_cell", _record)
-    shell._course_progress_installed = True
-    return True
+    return ipython_hooks.on_cell_end(HOOK, _record)
 
 
 def _notebook_path(path=None):
@@ -74,19 +63,11 @@ def _notebook_path(path=None):
 
 def exercises(notebook):
     """[(title, points, test cell source)] of a notebook (a dict as read from JSON), in order:
-    the title is the last exercise heading (EXERCISE_HEADING) before the test cell."""
-    found, title = [], None
-    for cell in notebook.get("cells", []):
-        source = "".join(cell.get("source", ""))
-        if cell.get("cell_type") == "markdown":
-            match = EXERCISE_HEADING.search(source)
-            if match:
-                title = re.sub(r"\s+", " ", match.group(1)).strip()
-            continue
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution"):
-            found.append((title or meta.get("grade_id", "an exercise"), meta.get("points", 0), source))
-    return found
+    the title is the exercise heading over the test cell as the student saw it, points and all
+    (headings.graded_cells), or the cell's grade id where no exercise heading is over it."""
+    return [(heading.shown if heading else headings.grade_id(cell),
+             cell["metadata"]["nbgrader"].get("points", 0), headings.cell_source(cell))
+            for cell, heading in headings.graded_cells(notebook) if headings.is_test_cell(cell)]
 
 
 class Summary:

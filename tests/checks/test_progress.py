@@ -5,7 +5,7 @@ import json
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from course_utils.grading import GradingError, assert_answered, call_without, progress
+from course_utils.grading import GradingError, assert_answered, call_without, ipython_hooks, progress
 
 
 def _notebook(tmp_path):
@@ -37,10 +37,9 @@ def _notebook(tmp_path):
 def shell(monkeypatch):
     monkeypatch.setattr(progress, "_results", {})
     shell = InteractiveShell.instance()
-    monkeypatch.setattr(shell, "_course_progress_installed", False, raising=False)
     assert progress.install()
     yield shell
-    shell.events.unregister("post_run_cell", progress._record)
+    ipython_hooks.remove_cell_end(progress.HOOK)
 
 
 def test_each_exercise_passes_fails_or_has_not_run(shell, tmp_path, monkeypatch):

@@ -5,31 +5,13 @@ be told from an own one); in every variant the catalogued mistakes differ from t
 a student's own right answer passes, the example's answer and another student's are refused with
 a sentence that says so, and a catalogued mistake is still named for the student's numbers.
 """
-import importlib
-
 import pytest
 
 from autograder import judge
 from course_utils.grading import GradingError, questions
+from course_utils.reference.mistakes import registry
 
 QUESTIONS = sorted(questions.VARIANTS)
-
-
-def _topic(grade_id):
-    """The catalogue a grade id belongs to: its prefix before the question's own name."""
-    for topic in sorted(questions.VARIANTS and {g.rsplit("_", 2)[0] for g in questions.VARIANTS} |
-                        {"_".join(g.split("_")[:2]) for g in questions.VARIANTS}, key=len, reverse=True):
-        try:
-            module = importlib.import_module(f"course_utils.reference.mistakes.{topic}")
-        except ModuleNotFoundError:
-            continue
-        if grade_id in module.EXERCISES:
-            return topic
-    raise KeyError(grade_id)
-
-
-def _exercise(grade_id):
-    return importlib.import_module(f"course_utils.reference.mistakes.{_topic(grade_id)}").EXERCISES[grade_id]
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +27,7 @@ def test_at_least_the_converted_questions_vary():
 
 @pytest.mark.parametrize("grade_id", QUESTIONS)
 def test_variants_have_distinct_answers_and_mistakes(grade_id):
-    exercise = _exercise(grade_id)
+    exercise = registry.exercise(grade_id)
     assert exercise.varies
     answers = []
     for params in questions.variants(grade_id):
@@ -64,7 +46,7 @@ def test_a_number_two_mistakes_give_names_both(grade_id, monkeypatch):
     """Issue 39, item 4: in every variant, catalogued mistakes give different numbers, or the
     message an answer of that number gets covers every mistake that gives it."""
     from course_utils.reference.mistakes import message_matches
-    exercise = _exercise(grade_id)
+    exercise = registry.exercise(grade_id)
     students = {}
     for i in range(400):
         students.setdefault(questions.variant_index(grade_id, f"s{i}"), f"s{i}")
@@ -118,7 +100,7 @@ def test_where_the_id_comes_from(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("grade_id", QUESTIONS)
 def test_own_answer_passes_a_copied_one_is_named(grade_id, monkeypatch):
-    exercise = _exercise(grade_id)
+    exercise = registry.exercise(grade_id)
     students = [f"s{i}" for i in range(60)]
     by_variant = {}
     for student in students:
@@ -157,7 +139,23 @@ def test_the_grader_uses_its_own_id_not_the_kernels(grade_id, monkeypatch):
     """judge._exercise personalises with the id the grader passes; the grader's environment (or a
     notebook's claim) plays no part; without an id the example's numbers stand."""
     monkeypatch.setenv("COURSE_STUDENT_ID", "someone_else")
-    topic = _topic(grade_id)
+    topic = registry.topic_of(grade_id)
     personal = judge._exercise(topic, grade_id, "alice")
     assert personal.numbers == questions.numbers(grade_id, "alice")
     assert judge._exercise(topic, grade_id, None).numbers == questions.variants(grade_id)[0]
+
+
+@pytest.mark.parametrize("grade_id", QUESTIONS)
+def test_a_verdict_is_read_back_into_the_mistake_it_names(grade_id):
+    """The one reading that part scores and the copied-answer check share: the catalogued mistake
+    whose sentence a GradingError carries; none for a sentence of no mistake, and a mistake without
+    a sentence is never "named" by every message."""
+    import dataclasses
+
+    from course_utils.reference.mistakes import Mistake
+    exercise = registry.exercise(grade_id).example()
+    mistake = exercise.mistakes[-1]
+    assert exercise.mistake_named_in(f"`{exercise.function_name}`: {mistake.message}") is mistake
+    assert exercise.mistake_named_in("a sentence no catalogued mistake says") is None
+    silent = dataclasses.replace(exercise, mistakes=(Mistake("silent", "", mistake.compute),))
+    assert silent.mistake_named_in("any message at all") is None

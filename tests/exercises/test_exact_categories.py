@@ -24,15 +24,12 @@ def test_named(grade_id, answer, words):
 
 
 def test_every_exercise_has_a_non_contiguous_case_where_it_takes_tensors():
-    import importlib
-    import pkgutil
-
     import torch
 
     import course_utils.reference.mistakes as mistakes
-    for info in pkgutil.iter_modules(mistakes.__path__):
-        module = importlib.import_module(f"{mistakes.__name__}.{info.name}")
-        for exercise in getattr(module, "EXERCISES", {}).values():
+    from course_utils.reference.mistakes import registry
+    for exercises in registry.catalogues().values():
+        for exercise in exercises.values():
             cases = exercise.cases()
             if exercise.layouts and any(mistakes.noncontiguous_case(c) is not None for c in cases):
                 tensors = []

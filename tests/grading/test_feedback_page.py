@@ -150,6 +150,25 @@ def test_summary_opens_the_page_with_title_points_and_diagnosis(pages):
     assert 'href="#ex1_tests"' in top
 
 
+def test_summary_titles_each_cell_by_the_exercise_heading_over_it():
+    """A Think first question is titled by its own heading, not by the exercise before it (the page
+    used to keep the last "Exercise" heading), and a new section ends an exercise's title: the same
+    reading as the report's, the platforms' and the progress table's (course_utils.grading.headings)."""
+    nb = new_notebook(cells=[
+        new_markdown_cell(EXERCISE),
+        new_code_cell("x = 1", metadata=_meta("ex1_tests", points=2, grade=True, score=2.0)),
+        new_markdown_cell("### Think first · How many weights? (1 point)"),
+        new_code_cell("guess = 4", metadata=_meta("guess_tests", points=1, grade=True, score=1.0)),
+        new_markdown_cell("## 5. What comes next"),
+        new_code_cell("y = 2", metadata=_meta("later_tests", points=1, grade=True, score=1.0)),
+    ])
+    rows = feedback_page.summary_rows(render(nb))
+    assert [(r["grade_id"], r["title"]) for r in rows] == [
+        ("ex1_tests", "Exercise 1 · A stable softmax (2 points)"),
+        ("guess_tests", "Think first · How many weights? (1 point)"),
+        ("later_tests", None)]
+
+
 def test_summary_points_come_from_the_gradebook_rows():
     raw = render(graded_notebook())
     rows = [dict(ROWS[0], score=1.5), ROWS[1]]

@@ -535,7 +535,7 @@ class Exercise:
     def part_scores(self, results, message=""):
         """[PartScore] of a wrong answer's results [(case, output)] (see `Part`). `message` is
         the answer's GradingError: a catalogued mistake is recognised by its sentence in it."""
-        named = next((m for m in self.mistakes if m.message and m.message in message), None)
+        named = self.mistake_named_in(message)
         if named is not None:
             return [PartScore(p.name, p.share, p.title, named.name not in p.mistakes) for p in self.parts]
         scores = []
@@ -546,6 +546,11 @@ class Exercise:
             last = scores[-1]
             scores[-1] = dataclasses.replace(last, passed=False, why="the parts do not work together")
         return scores
+
+    def mistake_named_in(self, message):
+        """The catalogued mistake whose sentence `message` (a GradingError's) carries, or None:
+        how a wrong answer's verdict is read back into the mistake it names."""
+        return next((m for m in self.mistakes if m.message and m.message in message), None)
 
     def part_evidence(self, part, results):
         """None when the results pass one part's evidence, else a sentence on the first failure."""
@@ -641,14 +646,11 @@ class ValueExercise(Exercise):
         try:
             return super().judge(records, generic, spec)
         except GradingError as error:
-            if generic and self.others and not self.matching_mistake_message(str(error)):
+            if generic and self.others and self.mistake_named_in(str(error)) is None:
                 copied = self._other_variant(records, spec)
                 if copied:
                     raise GradingError(copied) from None
             raise
-
-    def matching_mistake_message(self, message):
-        return any(m.message and m.message in message for m in self.mistakes)
 
     def matching_mistake(self, results, mistakes=None):
         """The catalogued mistake whose number the student's equals; when several give that same
