@@ -332,8 +332,8 @@ def _symbol_bits(symbols):
 
 
 CAPACITY_MISTAKES = (
-    Mistake('capacity_one_bit_a_symbol', "you counted one bit per symbol; telling {symbols} symbols apart takes "
-                                         "log2({symbols}) bits each.",
+    Mistake('capacity_one_bit_a_symbol', "you counted one bit per symbol; one bit tells only two symbols apart: "
+                                         "how many bits does one of {symbols} symbols take?",
                                          lambda numbers, bits_each, symbols: numbers * bits_each),
     Mistake('capacity_one_bit_a_number', "you gave each of the {numbers} numbers a single bit; the question gives "
                                          "each {bits_each} bits.",
@@ -341,7 +341,7 @@ CAPACITY_MISTAKES = (
     Mistake('capacity_a_symbol_a_number', "you stored one symbol per number, but {bits_each} bits tell only "
                                           "2^{bits_each} values apart, not {symbols}: count bits, not numbers.",
                                           lambda numbers, bits_each, symbols: numbers),
-    Mistake('capacity_rounded_up', "you rounded up: one more symbol needs log2({symbols}) more bits than the "
+    Mistake('capacity_rounded_up', "you rounded up: the last symbol you counted needs more bits than the "
                                    "state has left.",
                                    lambda numbers, bits_each, symbols:
                                    numbers * bits_each // _symbol_bits(symbols) + 1),

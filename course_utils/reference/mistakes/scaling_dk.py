@@ -325,18 +325,18 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (VARIANCE, FIT, JACOBIA
 # The numbers vary by student (course_utils.grading.questions): d_k, and `variance`, that of every
 # entry of q and of k (never 1, so that the unit-entries mistake stays a mistake).
 RAW_VARIANCE_MISTAKES = (
-    Mistake('raw_variance_one_factor', "you multiplied d_k by one variance; a product q_i k_i of independent "
-                                       "entries has variance Var(q_i) Var(k_i).",
+    Mistake('raw_variance_one_factor', "you multiplied d_k by one variance; a product q_i k_i has two independent "
+                                       "factors, and both of their variances count.",
                                        lambda d_k, variance: d_k * variance),
     Mistake('raw_variance_unit_entries', "you used entries of variance 1; here each entry has variance {variance:g}.",
                                          lambda d_k, variance: d_k),
-    Mistake('raw_variance_sqrt_dk', "you used sqrt(d_k): the variances of the d_k products add up, so it is d_k"
-                                    " times one product's.",
+    Mistake('raw_variance_sqrt_dk', "you multiplied by sqrt(d_k); the score is a sum of d_k independent products:"
+                                    " how do the variances of independent terms combine?",
                                     lambda d_k, variance: math.sqrt(d_k) * variance * variance),
     Mistake('raw_variance_scaled', "that is the variance after dividing by sqrt(d_k); the question asks for the"
                                    " raw score.",
                                    lambda d_k, variance: variance * variance),
-    Mistake('raw_variance_std', "you gave the standard deviation; the variance is its square.",
+    Mistake('raw_variance_std', "you gave the standard deviation of the score; the question asks for its variance.",
                                 lambda d_k, variance: math.sqrt(d_k) * variance),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in RAW_VARIANCE_MISTAKES}
