@@ -750,7 +750,7 @@ CACHE_GUESS = think_first(
                 lambda **n: _guess(n, unit=1e9)),
         Mistake("guess_mib", "that is in MiB: the question asks for GiB.",
                 lambda **n: _guess(n, unit=2**20)),
-        Mistake("guess_one_byte", "that counts one byte a number; a float16 number has 16 bits.",
+        Mistake("guess_one_byte", "that counts one byte a number; a float16 number takes more.",
                 lambda **n: _guess(n, nbytes=1)),
         Mistake("guess_causal_half", "that halves the cache for the causal mask: the mask hides scores, "
                 "not cache entries; every token's key and value are kept.", lambda **n: _guess(n) / 2),

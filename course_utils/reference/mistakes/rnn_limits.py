@@ -96,7 +96,7 @@ RNN_STEP_MISTAKES = (
     Mistake(
         "weights_transposed",
         "you multiplied by the transposed weights (x_t @ W_xh.T, the nn.Linear / nn.RNN layout): "
-        "here W_xh is (d_in, H) and W_hh is (H, H), so the step is x_t @ W_xh + h_prev @ W_hh + b.",
+        "here W_xh is (d_in, H) and W_hh is (H, H): multiply by them as they are given.",
         _rnn_step_variant(transposed=True),
     ),
     Mistake(
@@ -269,7 +269,7 @@ SPECTRAL_RADIUS_MISTAKES = (
 
 _CRASH_HINTS = {
     "rnn_limits_step": "x_t is (B, d_in), h_prev is (B, H), W_xh is (d_in, H), W_hh is (H, H) and b "
-                       "is (H,): the step is torch.tanh(x_t @ W_xh + h_prev @ W_hh + b)",
+                       "is (H,): check that the inner sizes of each product agree and that every term is (B, H)",
     "rnn_limits_forward": "x is batch first, (B, T, d_in), and h0 is (B, H) or None (zeros); "
                           "loop over t, call rnn_step(x[:, t], h, ...) and stack with dim=1",
     "rnn_limits_spectral_radius": "W is a square torch tensor; its eigenvalues "

@@ -81,7 +81,7 @@ def _variance(kind):
 
 VARIANCE = Exercise(
     grade_id="scaling_dk_variance",
-    crash_hint="q and k have shape (n, d_k): the n scores are (q * k).sum(dim=-1)",
+    crash_hint="q and k have shape (n, d_k): one score per row i, from q[i] and k[i], n scores in all",
     function_name="score_variance",
     reference=reference.score_variance,
     make_cases=_variance_cases,
@@ -115,16 +115,16 @@ VARIANCE = Exercise(
                 _variance("no_sum")),
         Mistake("all_pairs",
                 "you took the variance of every entry of q @ k.T (all pairs q[i] . k[j]); this "
-                "exercise pairs row i of q with row i of k only: one score per row, (q * k).sum(-1).",
+                "exercise pairs row i of q with row i of k only: one score per row, n scores in all.",
                 _variance("all_pairs")),
         Mistake("theory",
                 "you returned the theoretical value (d_k, or 1 when scaled) instead of measuring "
                 "the variance of the given samples, whose entries need not have variance 1.",
                 _variance("theory")),
         Mistake("theory_from_samples",
-                "you estimated the theory, d_k var(q) var(k), from the variance of all the entries; "
-                "measure the variance of the n scores themselves, (q * k).sum(-1), which is what the "
-                "theory predicts only when every feature has the same spread.",
+                "you estimated the theoretical value from the variance of all the entries of q and k; "
+                "measure the variance of the n scores themselves, which the theory predicts only "
+                "when every feature has the same spread.",
                 _variance("theory_from_samples")),
     ),
 )

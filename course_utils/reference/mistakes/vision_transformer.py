@@ -168,7 +168,7 @@ PATCH_EMBEDDING_MISTAKES = (
     Mistake(
         "not_transposed",
         "you multiplied by the weight without transposing it: `weight` has the nn.Linear layout "
-        "(d_model, C*P*P), so the map is patches @ weight.T + bias.",
+        "(d_model, C*P*P): transpose it for a product with the patches, which are (B, N, C*P*P).",
         _embedding_variant("not_transposed"),
     ),
     Mistake(
