@@ -216,8 +216,8 @@ def returned_expressions():
             stub = _compact(_SOLUTION.sub("", source))
             lines = [line.split("#")[0].strip() for body in _SOLUTION.findall(source) for line in body.splitlines()]
             lines = [line for line in lines if line]
-            chosen = [line for line in lines if line.startswith("return ")] or lines[-1:] if len(lines) == 1 or any(
-                line.startswith("return ") for line in lines) else []
+            returns = [line for line in lines if line.startswith("return ")]
+            chosen = returns or (lines if len(lines) == 1 else [])
             for line in chosen:
                 line = re.sub(r"^return\s+", "", line)
                 line = re.sub(r"^[\w.\[\], ]+?\s*=(?!=)\s*", "", line)  # a one-line answer's assignment
