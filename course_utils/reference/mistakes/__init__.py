@@ -156,7 +156,12 @@ REQUIRED = "\x00required"  # probe.signature_defaults' mark of a parameter witho
 
 @dataclasses.dataclass(frozen=True)
 class Mistake:
-    """A common wrong answer: `compute` has the exercise's signature and returns the wrong result."""
+    """A common wrong answer: `compute` has the exercise's signature and returns the wrong result.
+
+    `message` may be shown before the deadline (Gradescope's visibility "visible"): it names the
+    mistake and where to look again, never the answer, its formula or the line to type; a given
+    of the question may be named unless it equals some student's answer
+    (tests/checks/test_diagnoses_hide_answers.py)."""
 
     name: str
     message: str

@@ -340,11 +340,11 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (CONV, RECEPTIVE_FIELD,
 # `layers_needed` is a positive number (the number is the question): every wrong value is hidden only.
 # The numbers vary by student (course_utils.grading.questions): `steps`, the field to reach.
 LAYERS_MISTAKES = (
-    Mistake('layers_no_dilation', "you grew the field by one step a layer, as with dilation 1; doubling the "
-                                  "dilation doubles the field at every layer.",
+    Mistake('layers_no_dilation', "you grew the field by one step a layer, as with dilation 1; here the "
+                                  "dilations double from layer to layer.",
                                   lambda steps: steps - 1),
-    Mistake('layers_rounded_down', "you rounded the logarithm down: that many layers reach a field of only "
-                                   "about half of {steps:,} steps.",
+    Mistake('layers_rounded_down', "you rounded the logarithm down: work out the field of that many layers and "
+                                   "compare it with {steps:,} steps.",
                                    lambda steps: _ref_layers_to_reach(steps) - 1),
     Mistake('layers_one_per_step', "you gave every input step a layer of its own; the field of kernel 2 with "
                                    "doubling dilations grows much faster than the depth.",

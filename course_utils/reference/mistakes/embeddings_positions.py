@@ -351,10 +351,10 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (ONE_HOT, COSINE, SINUS
 # The numbers vary by student (course_utils.grading.questions): `d_model` and the pair `i`
 # (dimensions 2i and 2i + 1).
 WAVELENGTH_MISTAKES = (
-    Mistake('wavelength_no_two_pi', "you gave 1 / w_{i}; sin(pos * w) comes back when pos * w grows by 2 pi, not "
-                                    "by 1.",
+    Mistake('wavelength_no_two_pi', "you gave 1 / w_{i}, the positions it takes pos * w_{i} to grow by 1; a sine "
+                                    "comes back to its values after a full turn, not after 1.",
                                     lambda d_model, i: 10000.0 ** (2 * i / d_model)),
-    Mistake('wavelength_i_not_2i', "you used 10000^(i / d_model); the exponent is 2i / d_model.",
+    Mistake('wavelength_i_not_2i', "you used 10000^(i / d_model); look again at the exponent in w_i.",
                                    lambda d_model, i: 2 * math.pi * 10000.0 ** (i / d_model)),
     Mistake('wavelength_frequency', "you gave the frequency (turns per position); the wavelength is its "
                                     "inverse.",

@@ -740,25 +740,25 @@ _Q = reference.CROSS_WEIGHTS_QUESTION
 COUNT_MISTAKES = (
     Mistake("count_source_self",
             "that is the size of the encoder's self-attention weights (source against source); "
-            "cross-attention pairs each decoder position with each source position: (B, H, T, S).",
+            "in cross-attention the queries come from the decoder and the keys from the source.",
             _count(target_positions=_Q["source_length"])),
     Mistake("count_decoder_self",
             "that is the size of the decoder's self-attention weights (target against target); "
-            "cross-attention pairs each decoder position with each source position: (B, H, T, S).",
+            "in cross-attention the queries come from the decoder and the keys from the source.",
             _count(source_length=_Q["target_positions"])),
     Mistake("count_one_head",
-            "that is one head's weights: each of the heads has its own (B, T, S) weights.",
+            "that is one head's weights: every head computes weights of its own.",
             _count(heads=1)),
     Mistake("count_one_sentence",
             "that is one sentence: every sentence of the batch has its own weights.",
             _count(batch=1)),
     Mistake("count_without_eos",
-            "the decoder has 11 positions here (BOS followed by the 10 characters), one per token it "
-            "predicts (the 10 characters and EOS).",
+            "you counted one decoder position too few: the decoder reads BOS and then the target's "
+            "characters, one position per token it predicts (the characters and EOS).",
             _count(target_positions=_Q["target_positions"] - 1)),
     Mistake("count_with_extra",
-            "the decoder reads 11 positions, BOS and the first 10 target tokens; the last target token "
-            "(EOS) is predicted, never read.",
+            "you counted one decoder position too many: the last target token (EOS) is predicted, "
+            "never read.",
             _count(target_positions=_Q["target_positions"] + 1)),
 )
 

@@ -285,16 +285,16 @@ def _predicted(kind):
 PREDICT_MISTAKES = tuple(
     Mistake(f"predict_{kind}", message, _predicted(kind))
     for kind, message in [
-        ("no_factor_2_or_bytes", "that is half the cache: count keys and values (a factor 2) and "
-                                 "2 bytes per float16 value."),
-        ("query_heads", "you counted all 32 query heads; with grouped-query attention only the 8 "
+        ("no_factor_2_or_bytes", "you left out a factor: the cache holds a key AND a value per token, "
+                                 "and each float16 value takes more than one byte."),
+        ("query_heads", "you counted the query heads; with grouped-query attention only the "
                         "key/value heads are cached."),
-        ("query_heads_no_batch", "you counted the 32 query heads instead of the 8 key/value heads, "
-                                 "and one sequence instead of 3."),
-        ("no_batch", "that is one sequence: the batch holds 3, each with its own cache."),
-        ("no_layers", "that is one layer: each of the 32 blocks caches its own keys and values."),
-        ("gb", "that is in GB (10^9 bytes): the question asks for GiB, 2^30 bytes."),
-        ("mib", "that is in MiB: the question asks for GiB, 2^30 bytes (1 GiB = 1024 MiB)."),
+        ("query_heads_no_batch", "you counted the query heads instead of the key/value heads, "
+                                 "and one sequence instead of the whole batch."),
+        ("no_batch", "that is one sequence: every sequence of the batch has its own cache."),
+        ("no_layers", "that is one layer: every block caches its own keys and values."),
+        ("gb", "that is in GB (powers of ten): the question asks for GiB, powers of two."),
+        ("mib", "that is in MiB: the question asks for GiB."),
     ]
 )
 

@@ -741,20 +741,20 @@ CACHE_GUESS = think_first(
     "llm_attention_cache_guess", "kv_cache_gib", lambda **n: _guess(n),
     mistakes=(
         Mistake("guess_no_k_and_v", "that counts the keys only: the cache holds a key AND a value per token, "
-                "layer and key/value head (the factor 2).", lambda **n: _guess(n, kv=1)),
-        Mistake("guess_query_heads", "that counts all {q_heads} query heads: only the {kv_heads} key/value heads "
-                "are cached (grouped-query attention shares each among several query heads).",
+                "layer and key/value head.", lambda **n: _guess(n, kv=1)),
+        Mistake("guess_query_heads", "that counts the query heads: only the key/value heads are cached "
+                "(grouped-query attention shares each among several query heads).",
                 lambda **n: _guess(n, heads=n["q_heads"])),
-        Mistake("guess_float32", "that counts 4 bytes a number; float16 takes 2.", lambda **n: _guess(n, nbytes=4)),
-        Mistake("guess_gb", "that is in GB (10^9 bytes): the question asks for GiB, 2^30 bytes.",
+        Mistake("guess_float32", "that counts a number at float32's size; the cache is in float16.", lambda **n: _guess(n, nbytes=4)),
+        Mistake("guess_gb", "that is in GB (powers of ten): the question asks for GiB, powers of two.",
                 lambda **n: _guess(n, unit=1e9)),
-        Mistake("guess_mib", "that is in MiB: the question asks for GiB (1 GiB = 1024 MiB).",
+        Mistake("guess_mib", "that is in MiB: the question asks for GiB.",
                 lambda **n: _guess(n, unit=2**20)),
-        Mistake("guess_one_byte", "that counts 1 byte a number; float16 takes 2 (16 bits).",
+        Mistake("guess_one_byte", "that counts one byte a number; a float16 number takes more.",
                 lambda **n: _guess(n, nbytes=1)),
         Mistake("guess_causal_half", "that halves the cache for the causal mask: the mask hides scores, "
                 "not cache entries; every token's key and value are kept.", lambda **n: _guess(n) / 2),
-        Mistake("guess_one_layer", "that is one layer's cache: every one of the {layers} layers keeps its own keys "
+        Mistake("guess_one_layer", "that is one layer's cache: every layer keeps its own keys "
                 "and values.", lambda **n: _guess(n, layers=1)),
     ),
     answer_name="your guess (GiB)", rtol=2e-3)

@@ -487,17 +487,17 @@ def _guess_gib(T=_GUESS["T"], heads=_GUESS["heads"], batch=_GUESS["batch"], nbyt
 WEIGHTS_GUESS = think_first(
     "long_context_weights_guess", "weights_gib", lambda heads, T: _guess_gib(T=T, heads=heads),
     mistakes=(
-        Mistake("one_head", "that is one head's matrix: the layer has {heads} heads, each with its own T x T "
+        Mistake("one_head", "that is one head's matrix: every head of the layer has its own T x T "
                 "weights.", lambda heads, T: _guess_gib(T=T, heads=1)),
         Mistake("linear_in_T", "that grows like T, not T^2: each head holds a T x T matrix, one weight per "
                 "(query, key) pair.", lambda heads, T: heads * T * 4 / 2**30),
-        Mistake("float64", "that counts 8 bytes a number; float32 takes 4.",
+        Mistake("float64", "that counts a number at float64's size; the weights are in float32.",
                 lambda heads, T: _guess_gib(T=T, heads=heads, nbytes=8)),
-        Mistake("float16", "that counts 2 bytes a number; float32 takes 4.",
+        Mistake("float16", "that counts a number at float16's size; the weights are in float32.",
                 lambda heads, T: _guess_gib(T=T, heads=heads, nbytes=2)),
-        Mistake("gb", "that is in GB (10^9 bytes): the question asks for GiB, 2^30 bytes.",
+        Mistake("gb", "that is in GB (powers of ten): the question asks for GiB, powers of two.",
                 lambda heads, T: _guess_gib(T=T, heads=heads, unit=1e9)),
-        Mistake("mib", "that is in MiB: the question asks for GiB (1 GiB = 1024 MiB).",
+        Mistake("mib", "that is in MiB: the question asks for GiB.",
                 lambda heads, T: _guess_gib(T=T, heads=heads, unit=2**20)),
     ),
     answer_name="your guess (GiB)", rtol=2e-3)

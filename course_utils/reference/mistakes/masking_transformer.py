@@ -568,7 +568,8 @@ BLOCKED_MISTAKES = (
     Mistake('blocked_half', "you took half of all pairs; the diagonal stays allowed, so fewer than half are "
                             "blocked.",
                             lambda T: T * T // 2),
-    Mistake('blocked_both_triangles', "you counted both triangles; only keys after the query are blocked.",
+    Mistake('blocked_both_triangles', "you blocked the keys on both sides of each query; a query may attend to the keys "
+                                      "before it, only those after it are blocked.",
                                       lambda T: T * (T - 1)),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in BLOCKED_MISTAKES}

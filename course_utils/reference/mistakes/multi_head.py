@@ -375,7 +375,7 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (SPLIT, MERGE, ATTENTIO
 WEIGHT_COUNT_MISTAKES = (
     Mistake('weights_one_head', "you counted one head; every head computes its own weights.",
                                 lambda batch, tokens, heads, d_model: batch * tokens * tokens),
-    Mistake('weights_one_sentence', "you counted one sentence; the batch has {batch}.",
+    Mistake('weights_one_sentence', "you counted one sentence; every sentence of the batch gets its own weights.",
                                     lambda batch, tokens, heads, d_model: heads * tokens * tokens),
     Mistake('weights_times_head_width', "you multiplied by the head width; a weight is one number per head and "
                                         "(query, key) pair, however wide the head.",

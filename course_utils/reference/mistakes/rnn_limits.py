@@ -96,7 +96,7 @@ RNN_STEP_MISTAKES = (
     Mistake(
         "weights_transposed",
         "you multiplied by the transposed weights (x_t @ W_xh.T, the nn.Linear / nn.RNN layout): "
-        "here W_xh is (d_in, H) and W_hh is (H, H), so the step is x_t @ W_xh + h_prev @ W_hh + b.",
+        "here W_xh is (d_in, H) and W_hh is (H, H): multiply by them as they are given.",
         _rnn_step_variant(transposed=True),
     ),
     Mistake(
@@ -269,7 +269,7 @@ SPECTRAL_RADIUS_MISTAKES = (
 
 _CRASH_HINTS = {
     "rnn_limits_step": "x_t is (B, d_in), h_prev is (B, H), W_xh is (d_in, H), W_hh is (H, H) and b "
-                       "is (H,): the step is torch.tanh(x_t @ W_xh + h_prev @ W_hh + b)",
+                       "is (H,): check that the inner sizes of each product agree and that every term is (B, H)",
     "rnn_limits_forward": "x is batch first, (B, T, d_in), and h0 is (B, H) or None (zeros); "
                           "loop over t, call rnn_step(x[:, t], h, ...) and stack with dim=1",
     "rnn_limits_spectral_radius": "W is a square torch tensor; its eigenvalues "
@@ -332,8 +332,8 @@ def _symbol_bits(symbols):
 
 
 CAPACITY_MISTAKES = (
-    Mistake('capacity_one_bit_a_symbol', "you counted one bit per symbol; telling {symbols} symbols apart takes "
-                                         "log2({symbols}) bits each.",
+    Mistake('capacity_one_bit_a_symbol', "you counted one bit per symbol; one bit tells only two symbols apart: "
+                                         "how many bits does one of {symbols} symbols take?",
                                          lambda numbers, bits_each, symbols: numbers * bits_each),
     Mistake('capacity_one_bit_a_number', "you gave each of the {numbers} numbers a single bit; the question gives "
                                          "each {bits_each} bits.",
@@ -341,7 +341,7 @@ CAPACITY_MISTAKES = (
     Mistake('capacity_a_symbol_a_number', "you stored one symbol per number, but {bits_each} bits tell only "
                                           "2^{bits_each} values apart, not {symbols}: count bits, not numbers.",
                                           lambda numbers, bits_each, symbols: numbers),
-    Mistake('capacity_rounded_up', "you rounded up: one more symbol needs log2({symbols}) more bits than the "
+    Mistake('capacity_rounded_up', "you rounded up: the last symbol you counted needs more bits than the "
                                    "state has left.",
                                    lambda numbers, bits_each, symbols:
                                    numbers * bits_each // _symbol_bits(symbols) + 1),

@@ -81,7 +81,7 @@ def _variance(kind):
 
 VARIANCE = Exercise(
     grade_id="scaling_dk_variance",
-    crash_hint="q and k have shape (n, d_k): the n scores are (q * k).sum(dim=-1)",
+    crash_hint="q and k have shape (n, d_k): one score per row i, from q[i] and k[i], n scores in all",
     function_name="score_variance",
     reference=reference.score_variance,
     make_cases=_variance_cases,
@@ -115,16 +115,16 @@ VARIANCE = Exercise(
                 _variance("no_sum")),
         Mistake("all_pairs",
                 "you took the variance of every entry of q @ k.T (all pairs q[i] . k[j]); this "
-                "exercise pairs row i of q with row i of k only: one score per row, (q * k).sum(-1).",
+                "exercise pairs row i of q with row i of k only: one score per row, n scores in all.",
                 _variance("all_pairs")),
         Mistake("theory",
                 "you returned the theoretical value (d_k, or 1 when scaled) instead of measuring "
                 "the variance of the given samples, whose entries need not have variance 1.",
                 _variance("theory")),
         Mistake("theory_from_samples",
-                "you estimated the theory, d_k var(q) var(k), from the variance of all the entries; "
-                "measure the variance of the n scores themselves, (q * k).sum(-1), which is what the "
-                "theory predicts only when every feature has the same spread.",
+                "you estimated the theoretical value from the variance of all the entries of q and k; "
+                "measure the variance of the n scores themselves, which the theory predicts only "
+                "when every feature has the same spread.",
                 _variance("theory_from_samples")),
     ),
 )
@@ -325,18 +325,18 @@ EXERCISES = {exercise.grade_id: exercise for exercise in (VARIANCE, FIT, JACOBIA
 # The numbers vary by student (course_utils.grading.questions): d_k, and `variance`, that of every
 # entry of q and of k (never 1, so that the unit-entries mistake stays a mistake).
 RAW_VARIANCE_MISTAKES = (
-    Mistake('raw_variance_one_factor', "you multiplied d_k by one variance; a product q_i k_i of independent "
-                                       "entries has variance Var(q_i) Var(k_i).",
+    Mistake('raw_variance_one_factor', "you multiplied d_k by one variance; a product q_i k_i has two independent "
+                                       "factors, and both of their variances count.",
                                        lambda d_k, variance: d_k * variance),
     Mistake('raw_variance_unit_entries', "you used entries of variance 1; here each entry has variance {variance:g}.",
                                          lambda d_k, variance: d_k),
-    Mistake('raw_variance_sqrt_dk', "you used sqrt(d_k): the variances of the d_k products add up, so it is d_k"
-                                    " times one product's.",
+    Mistake('raw_variance_sqrt_dk', "you multiplied by sqrt(d_k); the score is a sum of d_k independent products:"
+                                    " how do the variances of independent terms combine?",
                                     lambda d_k, variance: math.sqrt(d_k) * variance * variance),
     Mistake('raw_variance_scaled', "that is the variance after dividing by sqrt(d_k); the question asks for the"
                                    " raw score.",
                                    lambda d_k, variance: variance * variance),
-    Mistake('raw_variance_std', "you gave the standard deviation; the variance is its square.",
+    Mistake('raw_variance_std', "you gave the standard deviation of the score; the question asks for its variance.",
                                 lambda d_k, variance: math.sqrt(d_k) * variance),
 )
 HIDDEN_ONLY = HIDDEN_ONLY | {mistake.name for mistake in RAW_VARIANCE_MISTAKES}

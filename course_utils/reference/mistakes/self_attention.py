@@ -575,7 +575,7 @@ FLOPS_MISTAKES = (
                                  "four d x d projections in all.",
             _flops_variant(projection_count=3)),
     Mistake("no_projections", "you left out the projections: with projections=True the four n x d x d "
-                              "products count too (the slide's 4 * 10^9 makes the same slip).",
+                              "products count too (a count of 4 * 10^9 at n = d = 1000 makes the same slip).",
             _flops_variant(count_projections="never")),
     Mistake("projections_always", "you counted the projections even with projections=False.",
             _flops_variant(count_projections="always")),

@@ -168,7 +168,7 @@ PATCH_EMBEDDING_MISTAKES = (
     Mistake(
         "not_transposed",
         "you multiplied by the weight without transposing it: `weight` has the nn.Linear layout "
-        "(d_model, C*P*P), so the map is patches @ weight.T + bias.",
+        "(d_model, C*P*P): transpose it for a product with the patches, which are (B, N, C*P*P).",
         _embedding_variant("not_transposed"),
     ),
     Mistake(
@@ -203,8 +203,8 @@ def _embedding_size_mistakes(image_size, channels, patch_size, d_model):
                                      "learned number per output feature.", d_model * patch),
         Mistake("embedding_per_patch", "you gave every patch a map of its own; one W and one b are shared by "
                                        "all N patches (that is why it is a convolution).", patches * right),
-        Mistake("embedding_one_channel", "you flattened one colour channel of the patch; an RGB patch holds "
-                                         "C * P * P numbers, the P * P pixels of each of its 3 channels.",
+        Mistake("embedding_one_channel", "you flattened one colour channel of the patch; a flattened RGB patch "
+                                         "holds the pixels of every one of its channels.",
                 d_model * patch_size * patch_size + d_model),
         Mistake("embedding_patch_side", "you used the side P of a patch where a patch has P * P pixels in each "
                                         "channel.", d_model * channels * patch_size + d_model),
