@@ -22,23 +22,23 @@ whose value is the answer ("log2(8)" when it is 3), or a formula written another
 patterns below. The tests of the check (`test_the_check_*`) hold sentences the catalogues used to
 print and prove each is refused.
 """
-import importlib
 import json
 import math
 import pathlib
-import pkgutil
 import re
 
 import pytest
 
 from course_utils.grading import GradingError, questions
 from course_utils.reference import mistakes as framework
+from course_utils.reference.mistakes import registry
 
-TOPICS = sorted(m.name for m in pkgutil.iter_modules(framework.__path__) if m.name != "gradients")
+CATALOGUES = registry.catalogues()
+TOPICS = sorted(CATALOGUES)
 
 
 def _catalogue(topic):
-    return importlib.import_module(f"course_utils.reference.mistakes.{topic}").EXERCISES
+    return CATALOGUES[topic]
 
 
 def _value_questions():
