@@ -11,6 +11,7 @@ categories for every exercise whose answer is a function (notebooks added later 
 - a result of the wrong kind (NumPy for a tensor, a float for an int count) fails with a sentence.
 """
 import functools
+import sys
 
 import numpy as np
 import pytest
@@ -194,28 +195,43 @@ def test_a_correct_result_cast_to_float64_passes(notebook, exercise):
                                                     only_on_float32_inputs=True))
 
 
-def _independent_pairs():
-    """(notebook, exercise E, alternative of E, name of another exercise's function D) where the
-    alternative does not call D: E's tests must then not depend on D's answer."""
+def _independent_sets():
+    """(notebook, exercise E, alternative of E, the other exercises D1, D2, ... of the notebook that
+    the alternative does not call and that have a catalogued mistake): E's tests must not depend
+    on any D's answer."""
     from tests.exercises.test_mutations import alternatives
     out = []
     for notebook, exercise in EXERCISES:
         others = [spec(other) for nb, other in EXERCISES if nb is notebook and other.grade_id != exercise.grade_id]
         for i, alternative in enumerate(alternatives(exercise)):
             used = set(getattr(getattr(alternative, "__code__", None), "co_names", ()))
-            for other in others:
-                if other.mistakes and other.function_name not in used:
-                    out.append(pytest.param(notebook, exercise, alternative, other,
-                                            id=f"{exercise.grade_id}-alt{i}-with-wrong-{other.function_name}"))
+            wrong = tuple(other for other in others if other.mistakes and other.function_name not in used)
+            if wrong:
+                out.append(pytest.param(notebook, exercise, alternative, wrong,
+                                        id=f"{exercise.grade_id}-alt{i}-with-{len(wrong)}-others-wrong"))
     return out
 
 
-@pytest.mark.parametrize("notebook, exercise, alternative, other", _independent_pairs())
-def test_one_mistake_costs_points_once(notebook, exercise, alternative, other):
-    """A correct answer keeps its points when another exercise of the notebook is answered with a
-    catalogued mistake: no test compares one exercise with the student's answer to another."""
-    namespace_patch = {other.function_name: other.mistakes[0].compute}
-    run_test_cell(notebook, exercise, alternative, extra=namespace_patch)
+@pytest.mark.parametrize("notebook, exercise, alternative, others", _independent_sets())
+def test_one_mistake_costs_points_once(notebook, exercise, alternative, others):
+    """A correct answer keeps its points when the notebook's other exercises are answered with a
+    catalogued mistake: no test compares one exercise with the student's answer to another.
+    Every other exercise is wrong at once (one run of E's checks instead of one per other
+    exercise); when E then fails, each is tried alone to name the ones E's tests depend on."""
+    def run(wrong):
+        run_test_cell(notebook, exercise, alternative,
+                      extra={other.function_name: other.mistakes[0].compute for other in wrong})
+    try:
+        run(others)
+    except Exception as together:  # noqa: BLE001 - any failure: find which answer E depends on
+        alone = []
+        for other in others:
+            try:
+                run((other,))
+            except Exception as error:  # noqa: BLE001
+                alone.append(f"with a wrong {other.function_name}: {error}")
+        pytest.fail(f"{exercise.grade_id}'s tests depend on another exercise's answer: "
+                    + ("; ".join(alone) or f"only when all are wrong together: {together}"))
 
 
 def _other_kind(value):
@@ -325,3 +341,17 @@ def test_an_answer_later_cells_cannot_train_through_fails(notebook, exercise):
 
     with pytest.raises(GradingError, match="gradients cannot flow"):
         run_test_cell(notebook, exercise, detached)
+
+
+def test_a_test_cell_that_depends_on_another_answer_is_named(monkeypatch):
+    """The check above fails, naming the answer E's tests use, when they use one."""
+    notebook, exercise, alternative, others = next(p.values for p in _independent_sets() if len(p.values[3]) >= 2)
+    used = others[-1].function_name
+
+    def depends_on_one(nb, ex, fn, source=None, extra=None):
+        if used in (extra or {}):
+            raise GradingError(f"compared with {used}")
+    monkeypatch.setattr(sys.modules[__name__], "run_test_cell", depends_on_one)
+    with pytest.raises(pytest.fail.Exception, match=f"with a wrong {used}: compared") as failure:
+        test_one_mistake_costs_points_once(notebook, exercise, alternative, others)
+    assert f"with a wrong {others[0].function_name}" not in str(failure.value)
