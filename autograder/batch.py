@@ -60,6 +60,10 @@ class Options:
     # 768 MB container needs; what is lost is only the batch's protection of other students
     # from a grading that takes its process down, and there is no other student.
     in_process: bool = False
+    # {student folder: the id whose think-first numbers the submission answers}; "" for the
+    # example's numbers (a platform upload with no id: the notebook showed the example). A student
+    # not listed answers their folder's own numbers.
+    numbers_for: dict = field(default_factory=dict)
     lms_pattern: str = intake.DEFAULT_LMS_PATTERN
     max_file_bytes: int = 20 * 2**20
     progress: bool = True
@@ -376,9 +380,11 @@ class Batch:
         prep = self.prepared[assignment]
         return {
             "student": student, "assignment": assignment, "files": files, "shard": shard,
+            "numbers_for": self.o.numbers_for.get(student, student),
             "template_db": prep["template_db"], "release_root": prep["release_root"],
             "secret_lines": prep["secret_lines"], "source_root": self.source_root,
-            "fingerprint": worker.fingerprint(list(files.values()), prep["fp"]),
+            "fingerprint": worker.fingerprint(list(files.values()), prep["fp"] + (
+                f"numbers:{self.o.numbers_for[student]}" if student in self.o.numbers_for else "")),
             "limits": self.o.limits(), "sandbox": bool(self.sandboxed),
             "isolation": self.sandboxed or "none",
             "kernels_dir": os.path.join(self.work, "kernels"),

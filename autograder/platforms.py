@@ -198,8 +198,8 @@ def identity_note(ident):
     """What the results say about whose numbers were graded (one or two sentences)."""
     sid = ident["id"]
     if ident["source"] is None:
-        text = (f"No student id was given, so this was graded under the placeholder id \"{sid}\": "
-                "the Think first questions were checked against that id's numbers, not yours.")
+        text = ("No student id was given, so the Think first questions were checked against the "
+                "example's numbers, the ones a notebook shows when no student id is set.")
     elif ident["raw"] != sid:
         text = (f"Graded for student id {sid}, made from your {_source_words(ident['source'])} "
                 f"{ident['raw']} ({ID_RULE}): the Think first questions were checked against that "
@@ -260,7 +260,9 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
             course_root=course_root, gradebook=os.path.join(root, "gradebook.db"),
             assignments=[chosen], jobs=1, timeout=timeout, wall=wall,
             memory_bytes=int(memory_gib * 2**30), unsafe_no_sandbox=unsafe_no_sandbox,
-            container_fallback=fallback, in_process=True, progress=False)
+            container_fallback=fallback, in_process=True, progress=False,
+            # no id given: the notebook showed the example's numbers, so they are the question
+            numbers_for={student: ""} if ident["source"] is None else {})
         job = OneSubmission(opts, cache=_cache_root(course_root))
         results = job.run()
         result = results.get((student, chosen))

@@ -74,7 +74,7 @@ def _nbgrader_config(shard, task):
             c[section].kernel_name = KERNEL_NAME
     if task.get("cases_file"):
         c.SandboxedExecute.hidden_cases = task["cases_file"]
-    c.SandboxedExecute.student_id = task["student"]
+    c.SandboxedExecute.student_id = _numbers_for(task)
     if task.get("sandbox", True):
         c.KernelManager.transport = "ipc"
         c.KernelManager.ip = os.path.join(task["socket_dir"], "kernel")
@@ -105,9 +105,15 @@ def _kernel_env(task, home, cases):
         # threshold after the first big free and keeps what is freed): a smaller peak.
         "MALLOC_MMAP_THRESHOLD_": "1048576",
         **({"COURSE_HIDDEN_CASES": cases} if task.get("cases_file") else {}),
-        "COURSE_STUDENT_ID": task["student"],  # the notebook shows this student's numbers
+        "COURSE_STUDENT_ID": _numbers_for(task),  # the notebook shows this student's numbers
     }
 
+
+
+def _numbers_for(task):
+    """The id whose think-first numbers this submission answers: the student's own, or "" for
+    the example's (batch.Options.numbers_for)."""
+    return task.get("numbers_for", task["student"])
 
 def _sandbox_spec(task, scratch, workdir):
     limits = task["limits"]
@@ -310,7 +316,7 @@ def grade(task):
         # Unsandboxed (trusted submissions only): the kernel inherits this environment.
         if task.get("cases_file"):
             os.environ["COURSE_HIDDEN_CASES"] = task["cases_file"]
-        os.environ["COURSE_STUDENT_ID"] = student
+        os.environ["COURSE_STUDENT_ID"] = _numbers_for(task)
 
     config = _nbgrader_config(shard, task)
     coursedir = CourseDirectory(config=config)

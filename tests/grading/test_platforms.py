@@ -131,7 +131,7 @@ def test_right_scores_full_marks_on_gradescope(graded):
     assert data["output"].startswith("No student id was given") and "Notes from the grader" not in data["output"]
     assert data["extra_data"]["student"] == "student"
     assert data["extra_data"]["sandboxed"] is True
-    assert "00_fixture: 5/5" in proc.stderr
+    assert "00_fixture for student: 5/5" in proc.stderr
 
 
 @pytest.mark.slow
@@ -511,7 +511,7 @@ def test_an_id_intake_refuses_is_made_valid_by_the_documented_rule(tmp_path):
     assert note.startswith("Graded for student id s1 (your Gradescope Student ID)")
     assert "group submission of 2 students (ada@uni.edu, bob@uni.edu)" in note and "first member, ada@uni.edu" in note
     meta.unlink()
-    assert "placeholder id \"student\"" in platforms.identity_note(platforms.identify(upload))
+    assert "example's numbers" in platforms.identity_note(platforms.identify(upload))
 
     graded = {"status": "graded", "assignment": A, "problems": ["Tampering detected."], "sandboxed": True,
               "seconds": 1.0, "student": "s1", "identity": note,
@@ -541,3 +541,33 @@ def test_test_names_are_plain_text():
                          "score": 1, "max_score": 1, "message": ""}]}
     row, = platforms._cells(result, "05_self_attention", str(H.REPO / "notebooks"), {})
     assert row["name"] == "Exercise 6 · Think before you run: where the n^2 term takes over"
+
+
+def test_an_upload_without_an_id_answers_the_examples_numbers(tmp_path, monkeypatch):
+    """No id anywhere (PrairieLearn without --student): the notebook showed the example's numbers
+    (questions.student_id() is None there), so the kernel and the judge use them too, not those
+    of the folder's placeholder name; an upload with an id answers its own."""
+    from autograder import batch, platforms, worker
+    seen = []
+
+    class Capture(platforms.OneSubmission):
+        def run(self):
+            seen.append(dict(self.o.numbers_for))
+            return {}
+
+    monkeypatch.setattr(platforms, "OneSubmission", Capture)
+    for given in (None, "ada"):
+        upload = tmp_path / f"upload-{given}"
+        upload.mkdir()
+        nb = next((H.REPO / "solutions").glob("02_*/*.ipynb"))
+        shutil.copyfile(nb, upload / nb.name)
+        with pytest.raises(batch.GradingRefused):  # Capture graded nothing: the grader refuses
+            platforms.grade_one(str(upload), course_root=str(H.REPO), student=given,
+                                unsafe_no_sandbox=True, work=str(tmp_path / f"work-{given}"))
+    assert seen == [{platforms.STUDENT: ""}, {}]
+    task = {"student": platforms.STUDENT, "numbers_for": "", "kernel_python": "/usr/bin/python3"}
+    assert worker._kernel_env(task, "/tmp/h", None)["COURSE_STUDENT_ID"] == ""
+    assert worker._kernel_env({**task, "numbers_for": "ada"}, "/tmp/h", None)["COURSE_STUDENT_ID"] == "ada"
+    from course_utils.grading import questions
+    grade_id = next(iter(questions.VARIANTS))
+    assert questions.variant_index(grade_id, "") == 0  # what the judge and the kernel do with ""
