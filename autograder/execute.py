@@ -25,7 +25,7 @@ from traitlets import Unicode
 
 from course_utils.grading import probe
 
-from . import judge
+from . import judge, routes
 
 BROKEN_KEY = "autograder_stopped"
 
@@ -127,6 +127,7 @@ class SandboxedExecute(Execute):
         self._output_bytes = {}
         self._notebook_bytes, self._notebook_cut = 0, set()
         self._probe, self._probe_bytes, self._wanted_by_cell = {}, {}, {}
+        self._routes = None  # the notebook's routes.NotebookReader, made when a test cell is judged
 
     def _wanted(self, cell_index):
         """(topic, {grade_id: number of check calls}) the cell's source asks for, or None."""
@@ -331,12 +332,20 @@ class SandboxedExecute(Execute):
                                          self.student_id or None)
                 # A forbidden route the notebook's text shows fails the cell whatever the kernel
                 # reported (the in-kernel guard cannot see a library call made from a thread).
-                sentence = judge.forbidden_route(self.nb.cells, index, cell.source) or sentence
+                sentence = judge.forbidden_route(self.nb.cells, index, cell.source,
+                                                 reader=self._route_reader()) or sentence
             except Exception as exc:  # noqa: BLE001 - a grader bug must fail loudly, not pass the cell
                 self.log.error("judging cell %s failed: %r", _name(cell, index), exc)
                 sentence = f"the grader could not judge this cell ({type(exc).__name__}); tell your instructor"
         _judged_outputs(cell)
         judge.apply(cell, sentence)
+
+    def _route_reader(self):
+        """The notebook's routes.NotebookReader: one per notebook, so that each cell is read once
+        whatever the number of test cells after it."""
+        if self._routes is None or self._routes.cells is not self.nb.cells:
+            self._routes = routes.NotebookReader(self.nb.cells)
+        return self._routes
 
     async def _async_verify(self):
         msg_id = await ensure_async(self.kc.execute(VERIFY, silent=True, store_history=False))
