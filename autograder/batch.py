@@ -340,7 +340,17 @@ class Batch:
 
     def prepare(self, assignment):
         """Template gradebook, private release and hidden lines for one assignment."""
-        import nbformat
+        db, release, source_fp = self._template(assignment)
+        cases_file = os.path.join(self.work, "cases", assignment + ".pt")
+        cases_fp = self._write_cases(assignment, cases_file)
+        secret = self._secret_lines(assignment, release)
+        fp = worker.fingerprint([], source_fp + cases_fp + json.dumps(self.o.limits(), sort_keys=True))
+        return {"template_db": db, "release_root": release, "secret_lines": secret, "fp": fp,
+                "cases_file": cases_file}
+
+    def _template(self, assignment):
+        """(template gradebook, release folder, fingerprint of the source): nbgrader's
+        generate_assignment, run again only when solutions/ changed since the last run."""
         tdir = os.path.join(self.work, "templates")
         os.makedirs(tdir, exist_ok=True)
         db = os.path.join(tdir, assignment + ".db")
@@ -359,22 +369,32 @@ class Batch:
             _generate(self.source_root, release, db, assignment, self.work)
             with open(stamp, "w") as fh:
                 fh.write(source_fp)
-        cases_file = os.path.join(self.work, "cases", assignment + ".pt")
+        return db, release, source_fp
+
+    def _write_cases(self, assignment, cases_file):
+        """Write the hidden tests' cases the sandbox is given; their fingerprint. Warns about
+        test cells without a hidden check (only the kernel would decide them)."""
+        src_dir = os.path.join(self.source_root, assignment)
         cases_fp, unchecked = hidden_cases.write_cases(
             [os.path.join(src_dir, nb) for nb in self.assignments[assignment]], cases_file)
         if unchecked:
             self.say(f"{assignment}: WARNING: {len(unchecked)} graded test cell(s) have no hidden "
                      f"catalogue check, so only the student's kernel says whether they passed: "
                      + ", ".join(unchecked))
-        secret = {}  # hidden lines the student has not seen (not those the release shows too)
+        return cases_fp
+
+    def _secret_lines(self, assignment, release):
+        """{notebook: hidden lines the student has not seen} (not those the release shows too):
+        what no output or feedback page may quote."""
+        import nbformat
+        src_dir = os.path.join(self.source_root, assignment)
+        secret = {}
         for nb_name in self.assignments[assignment]:
             nb = nbformat.read(os.path.join(src_dir, nb_name), as_version=4)
             released = os.path.join(release, assignment, nb_name)
             released = nbformat.read(released, as_version=4) if os.path.exists(released) else None
             secret[nb_name[:-6]] = redact.secret_lines(nb, released)
-        fp = worker.fingerprint([], source_fp + cases_fp + json.dumps(self.o.limits(), sort_keys=True))
-        return {"template_db": db, "release_root": release, "secret_lines": secret, "fp": fp,
-                "cases_file": cases_file}
+        return secret
 
     def _task(self, student, assignment, files, shard, slot):
         prep = self.prepared[assignment]
@@ -449,20 +469,33 @@ class Batch:
 
     def run(self):
         self.sandboxed = self.check_sandbox()
-        self.assignments = course_assignments(self.source_root)
-        if not self.assignments:
-            raise GradingRefused(f"no assignments found in {self.source_root}")
-        unknown = [a for a in self.o.assignments if a not in self.assignments]
-        if unknown:
-            raise GradingRefused(f"unknown assignment(s): {', '.join(unknown)} (known: "
-                                 f"{', '.join(self.assignments)})")
+        self.assignments = self._course_assignments()
         os.makedirs(self.work, exist_ok=True)
         self.course_utils = _course_utils_dir(self.course_root)
         # Kernel sockets live in a short, neutral folder: bound into each sandbox at the same
         # path, it must not reveal (or sit under) the output folder; AF_UNIX paths are short.
         self.sockets = tempfile.mkdtemp(prefix="autograder-")
-        # The kernel's course_utils: a copy without the reference, mounted over the real one
-        # (bwrap), or first on the kernel's path from a folder its uid can reach (drop).
+        self._prepare_kernels()
+        try:
+            return self._run()
+        finally:
+            shutil.rmtree(self.sockets, ignore_errors=True)
+
+    def _course_assignments(self):
+        """The course's assignments; refuses a course without any, or a request for one it lacks."""
+        assignments = course_assignments(self.source_root)
+        if not assignments:
+            raise GradingRefused(f"no assignments found in {self.source_root}")
+        unknown = [a for a in self.o.assignments if a not in assignments]
+        if unknown:
+            raise GradingRefused(f"unknown assignment(s): {', '.join(unknown)} (known: "
+                                 f"{', '.join(assignments)})")
+        return assignments
+
+    def _prepare_kernels(self):
+        """What every kernel is started with: the kernelspec, the read-only paths, and the
+        kernel's course_utils, a copy without the reference, mounted over the real one (bwrap) or
+        first on the kernel's path from a folder its uid can reach (drop)."""
         package_root = self.work
         if self.sandboxed == "drop":
             self._harden()
@@ -477,13 +510,19 @@ class Batch:
         self.ro_paths = sorted({os.path.realpath(sys.base_prefix), os.path.abspath(sys.prefix),
                                 os.path.realpath(sys.prefix)})
         worker.kernel_spec(os.path.join(self.work, "kernels"))
-        try:
-            return self._run()
-        finally:
-            shutil.rmtree(self.sockets, ignore_errors=True)
 
     def _run(self):
+        taken, graded_assignments = self._intake()
+        self.prepared = {a: self.prepare(a) for a in graded_assignments}
+        self.say("assignments prepared (nbgrader generate_assignment)")
+        results = self._grade(taken, graded_assignments)
+        self.say("graded; merging into the course gradebook")
+        self._write_results(taken, results, graded_assignments)
+        return results
 
+    def _intake(self):
+        """(the submissions taken in, the assignments to grade): those asked for, else every
+        assignment someone handed in (or tried to)."""
         taken = intake.collect(self.o.submissions, os.path.join(self.work, "intake"),
                                self.assignments, lms_pattern=self.o.lms_pattern,
                                max_file_bytes=self.o.max_file_bytes,
@@ -493,27 +532,31 @@ class Batch:
                                     {s.assignment for s in taken.submissions} |
                                     {a for _, a in taken.attempted})
         self.say(f"intake: {len(taken.submissions)} submission(s), {len(taken.problems)} problem(s)")
-        self.prepared = {a: self.prepare(a) for a in graded_assignments}
-        self.say("assignments prepared (nbgrader generate_assignment)")
+        return taken, graded_assignments
 
+    def _workers(self):
+        """(the workers, how many jobs): worker processes, or this process (Options.in_process)."""
         jobs = self.o.jobs or os.cpu_count() or 1
         env = _plain_env(self.work)
-        if self.o.in_process:
-            handles = [InProcessWorker()]
-            # What a worker process would get: a private home and Jupyter folders, no grading flag.
-            for key in ("HOME", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR",
-                        "IPYTHONDIR", "MPLCONFIGDIR", "MALLOC_MMAP_THRESHOLD_"):
-                os.environ[key] = env[key]
-            os.environ.pop("NBGRADER_EXECUTION", None)
-        else:
-            handles = [WorkerHandle(env, self.work, os.path.join(self.work, f"worker{i + 1}.log"))
-                       for i in range(jobs)]
+        if not self.o.in_process:
+            return [WorkerHandle(env, self.work, os.path.join(self.work, f"worker{i + 1}.log"))
+                    for i in range(jobs)], jobs
+        # What a worker process would get: a private home and Jupyter folders, no grading flag.
+        for key in ("HOME", "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR",
+                    "IPYTHONDIR", "MPLCONFIGDIR", "MALLOC_MMAP_THRESHOLD_"):
+            os.environ[key] = env[key]
+        os.environ.pop("NBGRADER_EXECUTION", None)
+        return [InProcessWorker()], jobs
+
+    def _grade(self, taken, graded_assignments):
+        """Check each assignment's solution, then grade every submission, on the workers."""
+        handles, jobs = self._workers()
         try:
             for h in handles:
                 h.warm()
             self.check_solutions(graded_assignments, handles)
             self.say(f"students: grading {len(taken.submissions)} submission(s) with {jobs} job(s)")
-            results = self.grade_all(taken.submissions, handles)
+            return self.grade_all(taken.submissions, handles)
         except BaseException:
             # Ctrl-C or a crash: stop every worker now (their kernels die with them) instead
             # of waiting for each to finish its student.
@@ -523,7 +566,10 @@ class Batch:
         finally:
             for h in handles:
                 h.close()
-        self.say("graded; merging into the course gradebook")
+
+    def _write_results(self, taken, results, graded_assignments):
+        """The course gradebook, the CSVs and feedback, and the class report; what fails in one
+        is said, never fatal to the others."""
         try:
             self.merge(results)
         except Exception as exc:  # noqa: BLE001 - the CSVs are still complete and correct
@@ -538,9 +584,10 @@ class Batch:
         except Exception as exc:  # noqa: BLE001 - the grades are complete; the report is extra
             self.export_failures.append(f"report.html / mistakes.csv: {type(exc).__name__}: {str(exc)[:300]}")
         self.say("exported" if not self.export_failures else "export incomplete")
-        return results
 
-    def grade_all(self, submissions, handles):
+    def _already_graded(self, submissions):
+        """(results kept from an earlier run, tasks left to grade): a submission whose shard holds
+        a graded result with the same fingerprint is not graded again unless --regrade."""
         results, todo = {}, []
         for sub in submissions:
             shard = os.path.join(self.work, "shards", sub.assignment, sub.student_id)
@@ -551,6 +598,10 @@ class Batch:
                 results[(sub.student_id, sub.assignment)] = old
             else:
                 todo.append(task)
+        return results, todo
+
+    def grade_all(self, submissions, handles):
+        results, todo = self._already_graded(submissions)
         self.resumed = len(results)
         if len(results):
             self.say(f"resuming: {len(results)} submission(s) already graded (use --regrade to redo)")
@@ -573,10 +624,7 @@ class Batch:
                     return
                 result = _read_result(task["shard"]) if reply else None
                 if result is None:
-                    result = {"student": task["student"], "assignment": task["assignment"],
-                              "status": "could_not_grade", "cells": [], "feedback": {},
-                              "problems": ["the grading worker stopped or went over its time limit "
-                                           "while grading this submission; try again with --regrade"]}
+                    result = _worker_lost(task)
                 with lock:
                     results[(task["student"], task["assignment"])] = result
                     bar.update(1)
@@ -586,36 +634,12 @@ class Batch:
         return results
 
     def merge(self, results):
-        """Copy every graded shard into the course gradebook (the only writer)."""
-        from nbgrader.api import Gradebook
-
+        """Copy every graded shard into the course gradebook (the only writer), once the
+        gradebook knows the assignments as they are now."""
         for a in sorted(self.prepared):
             _generate(self.source_root, os.path.join(self.work, "course", "release"),
                       self.gradebook, a, self.work)
-        url = "sqlite:///" + self.gradebook
-        with warnings.catch_warnings(), Gradebook(url) as master:
-            warnings.simplefilter("ignore")
-            for key in sorted(results):
-                result = results[key]
-                if result["status"] != "graded":
-                    continue
-                student, a = key
-                shard_db = os.path.join(self.work, "shards", a, student, "gradebook.db")
-                with Gradebook("sqlite:///" + shard_db) as shard:
-                    sub = shard.find_submission(a, student)
-                    master.update_or_create_student(student)
-                    master.update_or_create_submission(a, student, timestamp=sub.timestamp)
-                    for nb in sub.notebooks:
-                        for g in nb.grades:
-                            mg = master.find_grade(g.name, nb.name, a, student)
-                            mg.auto_score, mg.manual_score = g.auto_score, g.manual_score
-                            mg.extra_credit = g.extra_credit
-                            mg.needs_manual_grade = g.needs_manual_grade
-                        for c in nb.comments:
-                            mc = master.find_comment(c.name, nb.name, a, student)
-                            mc.auto_comment, mc.manual_comment = c.auto_comment, c.manual_comment
-                        master.find_submission_notebook(nb.name, a, student).flagged = nb.flagged
-                master.db.commit()
+        merge_shards(results, self.gradebook, os.path.join(self.work, "shards"))
 
     def known_students(self):
         from nbgrader.api import Gradebook
@@ -623,6 +647,47 @@ class Batch:
             return set()
         with Gradebook("sqlite:///" + self.gradebook) as gb:
             return {s.id for s in gb.students}
+
+
+def _worker_lost(task):
+    """The result of a task whose worker died or ran out of time before writing one."""
+    return {"student": task["student"], "assignment": task["assignment"],
+            "status": "could_not_grade", "cells": [], "feedback": {},
+            "problems": ["the grading worker stopped or went over its time limit "
+                         "while grading this submission; try again with --regrade"]}
+
+
+def merge_shards(results, gradebook, shards):
+    """Copy the grades, comments and flags of every graded result's shard gradebook
+    (shards/<assignment>/<student>/gradebook.db) into the course gradebook."""
+    from nbgrader.api import Gradebook
+
+    with warnings.catch_warnings(), Gradebook("sqlite:///" + gradebook) as master:
+        warnings.simplefilter("ignore")
+        for key in sorted(results):
+            if results[key]["status"] != "graded":
+                continue
+            student, a = key
+            shard_db = os.path.join(shards, a, student, "gradebook.db")
+            with Gradebook("sqlite:///" + shard_db) as shard:
+                _copy_submission(shard.find_submission(a, student), master, a, student)
+            master.db.commit()
+
+
+def _copy_submission(sub, master, assignment, student):
+    """One shard's submission into the course gradebook: scores, comments, flags."""
+    master.update_or_create_student(student)
+    master.update_or_create_submission(assignment, student, timestamp=sub.timestamp)
+    for nb in sub.notebooks:
+        for g in nb.grades:
+            mg = master.find_grade(g.name, nb.name, assignment, student)
+            mg.auto_score, mg.manual_score = g.auto_score, g.manual_score
+            mg.extra_credit = g.extra_credit
+            mg.needs_manual_grade = g.needs_manual_grade
+        for c in nb.comments:
+            mc = master.find_comment(c.name, nb.name, assignment, student)
+            mc.auto_comment, mc.manual_comment = c.auto_comment, c.manual_comment
+        master.find_submission_notebook(nb.name, assignment, student).flagged = nb.flagged
 
 
 def _read_result(shard):

@@ -25,7 +25,7 @@ from traitlets import Unicode
 
 from course_utils.grading import probe
 
-from . import judge
+from . import judge, routes
 
 BROKEN_KEY = "autograder_stopped"
 
@@ -109,8 +109,123 @@ def _judged_outputs(cell):
     cell.outputs = errors + [o for o in outputs if o.get("output_type") != "error"]
 
 
+class _OutputBudget:
+    """What the grader keeps of one notebook's output while it runs (see CELL_OUTPUT_BYTES and
+    NOTEBOOK_OUTPUT_BYTES): it counts what each cell and the whole notebook sent, says whether a
+    message is kept, and leaves one note in a cell where output was cut."""
+
+    def __init__(self):
+        self.per_cell = {}  # cell index -> bytes of output it sent
+        self.notebook = 0  # bytes of output the whole notebook sent
+        self.cut = set()  # the cells that already hold the notebook's note
+
+    def is_full(self):
+        return self.notebook > NOTEBOOK_OUTPUT_BYTES
+
+    def over_notebook(self, outs, size, cell_index):
+        """Count size against the notebook's budget; True (and one note per cell) when over."""
+        self.notebook += size
+        if self.notebook <= NOTEBOOK_OUTPUT_BYTES:
+            return False
+        if cell_index not in self.cut and outs is not None:
+            self.cut.add(cell_index)
+            outs.append(NotebookNode(output_type="stream", name="stdout",
+                                     text=NOTEBOOK_CUT_NOTE.format(NOTEBOOK_OUTPUT_BYTES)))
+        return True
+
+    def keeps(self, outs, msg, cell_index):
+        """Whether a cell's printed text or display is kept: within its cell's budget and the
+        notebook's. The first message over the cell's budget leaves one note."""
+        used = self.per_cell.get(cell_index, 0)
+        size = _size(msg)
+        self.per_cell[cell_index] = used + size
+        if used + size <= CELL_OUTPUT_BYTES:
+            return not self.over_notebook(outs, size, cell_index)
+        if used <= CELL_OUTPUT_BYTES:
+            outs.append(NotebookNode(output_type="stream", name="stdout",
+                                     text=CUT_NOTE.format(CELL_OUTPUT_BYTES)))
+        return False
+
+    def bound_error(self, content):
+        """Cut an error's message and traceback (in place) to ERROR_VALUE_CHARS and
+        ERROR_TRACEBACK_CHARS, and count them against the notebook's budget."""
+        content["evalue"] = str(content.get("evalue", ""))[:ERROR_VALUE_CHARS]
+        lines, left = [], ERROR_TRACEBACK_CHARS
+        for line in reversed(list(content.get("traceback") or [])[-200:]):
+            line = str(line)[-left:] if left > 0 else ""
+            if not line:
+                break
+            lines.insert(0, line)
+            left -= len(line)
+        content["traceback"] = lines
+        self.notebook += len(content["evalue"]) + ERROR_TRACEBACK_CHARS - left
+
+
+class _ProbeInbox:
+    """The probe messages (hidden-check results) kept aside for the judge, cell by cell: only
+    what the cell's source asks for (as many "check" records per exercise as it makes check
+    calls, plus one without its payload; the last "diagnose"), within PROBE_BYTES per cell."""
+
+    def __init__(self):
+        self.kept = {}  # cell index -> the messages kept for the judge
+        self.bytes = {}  # cell index -> bytes of payload kept
+        self._wanted_by_cell = {}
+
+    def wanted(self, cell_index, source):
+        """(topic, {grade_id: number of check calls}) the cell's source asks for, or None."""
+        if cell_index not in self._wanted_by_cell:
+            wanted = judge.expected(source)
+            self._wanted_by_cell[cell_index] = wanted and (
+                wanted[0], collections.Counter(judge.CHECKED.findall(source)))
+        return self._wanted_by_cell[cell_index]
+
+    def take(self, msg, cell_index, source):
+        """True when msg carries hidden-check results: kept aside for the judge if the cell's
+        check calls need it, never added to the notebook."""
+        data = msg.get("content", {}).get("data")
+        if not isinstance(data, dict) or probe.MIME not in data:
+            return False
+        message = data[probe.MIME]
+        wanted = self.wanted(cell_index, source)
+        if msg.get("msg_type") != "display_data" or not wanted or not isinstance(message, dict):
+            return True
+        topic, calls = wanted
+        grade_id, mode = message.get("grade_id"), message.get("mode")
+        if message.get("topic") != topic or grade_id not in calls or mode not in (probe.CHECK, probe.DIAGNOSE):
+            return True  # the judge ignores these: nothing kept
+        kept = self.kept.setdefault(cell_index, [])
+        same = [m for m in kept if m["grade_id"] == grade_id and m["mode"] == mode]
+        if mode == probe.CHECK and len(same) > calls[grade_id]:
+            return True  # one record too many is already kept: enough to fail the cell
+        # A record past the cell's budget, or one more than the source sends, is kept without
+        # its payload: the judge still counts it (too many records fails the cell) or says
+        # that the results could not be read.
+        stub = {"topic": topic, "grade_id": grade_id, "mode": mode, "records": ""}
+        used = self.bytes.get(cell_index, 0)
+        size = _size(msg)
+        if (mode == probe.CHECK and len(same) == calls[grade_id]) or used + size > PROBE_BYTES:
+            message = stub
+        else:
+            self.bytes[cell_index] = used + size
+            message = {"topic": topic, "grade_id": grade_id, "mode": mode,
+                       "records": message.get("records", "")}
+        if mode == probe.DIAGNOSE:  # the judge reads the last one only
+            for old in same:
+                kept.remove(old)
+                self.bytes[cell_index] -= len(str(old.get("records", "")))
+        kept.append(message)
+        return True
+
+    def drop(self, cell_index):
+        """Forget a cell's messages (once it has been judged)."""
+        self.kept.pop(cell_index, None)
+        self.bytes.pop(cell_index, None)
+
+
 class SandboxedExecute(Execute):
-    """Execute each cell; after a timeout or a dead kernel, mark the rest as not run."""
+    """Execute each cell; after a timeout or a dead kernel, mark the rest as not run. Its output
+    is bounded (_OutputBudget), its probe messages kept aside (_ProbeInbox), and each graded
+    test cell judged as it ends (_judge)."""
 
     hidden_cases = Unicode("", help="The file of hidden-test cases given to the sandbox; test "
                            "cells with a hidden catalogue check are judged against it.").tag(config=True)
@@ -124,101 +239,29 @@ class SandboxedExecute(Execute):
 
     def reset_budgets(self):
         """Empty the output and probe budgets (every notebook starts with the full ones)."""
-        self._output_bytes = {}
-        self._notebook_bytes, self._notebook_cut = 0, set()
-        self._probe, self._probe_bytes, self._wanted_by_cell = {}, {}, {}
+        self._budget = _OutputBudget()
+        self._probes = _ProbeInbox()
+        self._routes = None  # the notebook's routes.NotebookReader, made when a test cell is judged
 
-    def _wanted(self, cell_index):
-        """(topic, {grade_id: number of check calls}) the cell's source asks for, or None."""
-        if cell_index not in self._wanted_by_cell:
-            source = self.nb.cells[cell_index].get("source", "") if self.nb else ""
-            wanted = judge.expected(source)
-            self._wanted_by_cell[cell_index] = wanted and (
-                wanted[0], collections.Counter(judge.CHECKED.findall(source)))
-        return self._wanted_by_cell[cell_index]
-
-    def _take_probe_message(self, msg, cell_index):
-        """True when msg carries hidden-check results: kept aside for the judge (only what the
-        cell's check calls need, within PROBE_BYTES per cell), never added to the notebook."""
-        data = msg.get("content", {}).get("data")
-        if not isinstance(data, dict) or probe.MIME not in data:
-            return False
-        message = data[probe.MIME]
-        wanted = self._wanted(cell_index)
-        if msg.get("msg_type") != "display_data" or not wanted or not isinstance(message, dict):
-            return True
-        topic, calls = wanted
-        grade_id, mode = message.get("grade_id"), message.get("mode")
-        if message.get("topic") != topic or grade_id not in calls or mode not in (probe.CHECK, probe.DIAGNOSE):
-            return True  # the judge ignores these: nothing kept
-        kept = self._probe.setdefault(cell_index, [])
-        same = [m for m in kept if m["grade_id"] == grade_id and m["mode"] == mode]
-        if mode == probe.CHECK and len(same) > calls[grade_id]:
-            return True  # one record too many is already kept: enough to fail the cell
-        # A record past the cell's budget, or one more than the source sends, is kept without
-        # its payload: the judge still counts it (too many records fails the cell) or says
-        # that the results could not be read.
-        stub = {"topic": topic, "grade_id": grade_id, "mode": mode, "records": ""}
-        used = self._probe_bytes.get(cell_index, 0)
-        size = _size(msg)
-        if (mode == probe.CHECK and len(same) == calls[grade_id]) or used + size > PROBE_BYTES:
-            message = stub
-        else:
-            self._probe_bytes[cell_index] = used + size
-            message = {"topic": topic, "grade_id": grade_id, "mode": mode,
-                       "records": message.get("records", "")}
-        if mode == probe.DIAGNOSE:  # the judge reads the last one only
-            for old in same:
-                kept.remove(old)
-                self._probe_bytes[cell_index] -= len(str(old.get("records", "")))
-        kept.append(message)
-        return True
-
-    def _over_notebook_budget(self, outs, size, cell_index):
-        """Count size against the notebook's budget; True (and one note per cell) when over."""
-        self._notebook_bytes += size
-        if self._notebook_bytes <= NOTEBOOK_OUTPUT_BYTES:
-            return False
-        if cell_index not in self._notebook_cut and outs is not None:
-            self._notebook_cut.add(cell_index)
-            outs.append(NotebookNode(output_type="stream", name="stdout",
-                                     text=NOTEBOOK_CUT_NOTE.format(NOTEBOOK_OUTPUT_BYTES)))
-        return True
+    def _source(self, cell_index):
+        return self.nb.cells[cell_index].get("source", "") if self.nb else ""
 
     def output(self, outs, msg, display_id, cell_index):
         """nbclient's output handler, with a byte budget per cell (see CELL_OUTPUT_BYTES) and
         one for the whole notebook (NOTEBOOK_OUTPUT_BYTES)."""
-        if msg.get("msg_type") in ("display_data", "update_display_data", "execute_result") and \
-                self._take_probe_message(msg, cell_index):
+        msg_type = msg.get("msg_type")
+        if msg_type in ("display_data", "update_display_data", "execute_result") and \
+                self._probes.take(msg, cell_index, self._source(cell_index)):
             return None
-        if msg.get("msg_type") == "error":  # kept (the cell fails), never unbounded
-            if self._notebook_bytes > NOTEBOOK_OUTPUT_BYTES and any(
-                    o.get("output_type") == "error" for o in outs):
+        if msg_type == "error":  # kept (the cell fails), never unbounded
+            if self._budget.is_full() and any(o.get("output_type") == "error" for o in outs):
                 return None  # one error per cell is enough to fail it
-            content = msg.get("content", {})
-            content["evalue"] = str(content.get("evalue", ""))[:ERROR_VALUE_CHARS]
-            lines, left = [], ERROR_TRACEBACK_CHARS
-            for line in reversed(list(content.get("traceback") or [])[-200:]):
-                line = str(line)[-left:] if left > 0 else ""
-                if not line:
-                    break
-                lines.insert(0, line)
-                left -= len(line)
-            content["traceback"] = lines
-            self._notebook_bytes += len(content["evalue"]) + ERROR_TRACEBACK_CHARS - left
+            self._budget.bound_error(msg.get("content", {}))
             return super().output(outs, msg, display_id, cell_index)
-        if msg.get("msg_type") not in ("stream", "display_data", "execute_result"):
+        if msg_type not in ("stream", "display_data", "execute_result"):
             return super().output(outs, msg, display_id, cell_index)
-        used = self._output_bytes.get(cell_index, 0)
-        size = _size(msg)
-        self._output_bytes[cell_index] = used + size
-        if used + size <= CELL_OUTPUT_BYTES:
-            if self._over_notebook_budget(outs, size, cell_index):
-                return None
+        if self._budget.keeps(outs, msg, cell_index):
             return super().output(outs, msg, display_id, cell_index)
-        if used <= CELL_OUTPUT_BYTES:  # the first message over budget leaves one note
-            outs.append(NotebookNode(output_type="stream", name="stdout",
-                                     text=CUT_NOTE.format(CELL_OUTPUT_BYTES)))
         return None
 
     def _update_display_id(self, display_id, msg):
@@ -228,7 +271,7 @@ class SandboxedExecute(Execute):
         if isinstance(data, dict) and probe.MIME in data:
             return None
         targets = sum(len(v) for v in self._display_id_map.get(display_id, {}).values())
-        if targets and self._over_notebook_budget(None, _size(msg) * targets, None):
+        if targets and self._budget.over_notebook(None, _size(msg) * targets, None):
             return None
         return super()._update_display_id(display_id, msg)
 
@@ -237,7 +280,7 @@ class SandboxedExecute(Execute):
         content = msg.get("content", {})
         size = len(str(content.get("data", ""))[:NOTEBOOK_OUTPUT_BYTES + 1]) + sum(
             len(b) for b in msg.get("buffers") or [])
-        if self._over_notebook_budget(None, size, None):
+        if self._budget.over_notebook(None, size, None):
             return None
         return super().handle_comm_msg(outs, msg, cell_index)
 
@@ -276,27 +319,35 @@ class SandboxedExecute(Execute):
                 self._stopped = f"the kernel stopped ({type(exc).__name__}: {str(exc)[:200]})"
             nb = self.nb
         if self._stopped:
-            nb.metadata[BROKEN_KEY] = self._stopped
-            for cell in nb.cells:
-                if cell.cell_type == "code" and not cell.get("_autograder_seen"):
-                    cell.outputs = [_error("NotRun", "This cell was not run: " + self._stopped + ".")]
+            self._record_the_stop(nb)
         for cell in nb.cells:
             cell.pop("_autograder_seen", None)
         return nb, resources
+
+    def _not_run(self):
+        """The output of a code cell that was not run because the notebook stopped."""
+        return _error("NotRun", "This cell was not run: " + self._stopped + ".")
+
+    def _record_the_stop(self, nb):
+        """Say in the notebook why it stopped (for problems.csv) and mark every code cell it
+        never reached as not run (scored zero by nbgrader, as an error output)."""
+        nb.metadata[BROKEN_KEY] = self._stopped
+        for cell in nb.cells:
+            if cell.cell_type == "code" and not cell.get("_autograder_seen"):
+                cell.outputs = [self._not_run()]
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
         if self._stopped:
             cell["_autograder_seen"] = True
-            cell.outputs = [_error("NotRun", "This cell was not run: " + self._stopped + ".")]
+            cell.outputs = [self._not_run()]
             return cell, resources
         cell["_autograder_seen"] = True
         try:
             return self._run_cell(cell, resources, index)
         finally:  # a cell's probe messages are not kept past its own judging
-            self._probe.pop(index, None)
-            self._probe_bytes.pop(index, None)
+            self._probes.drop(index)
 
     def _run_cell(self, cell, resources, index):
         try:
@@ -323,20 +374,31 @@ class SandboxedExecute(Execute):
     def _judge(self, cell, index):
         """Put the verdict of the hidden check first among the cell's outputs, or the partial
         score it earns (judge.apply, see judge.py)."""
-        sentence = None
-        if self._cases is not None:
-            failed = any(o.get("output_type") == "error" for o in cell.outputs)
-            try:
-                sentence = judge.verdict(cell.source, self._probe.get(index, []), failed, self._cases,
-                                         self.student_id or None)
-                # A forbidden route the notebook's text shows fails the cell whatever the kernel
-                # reported (the in-kernel guard cannot see a library call made from a thread).
-                sentence = judge.forbidden_route(self.nb.cells, index, cell.source) or sentence
-            except Exception as exc:  # noqa: BLE001 - a grader bug must fail loudly, not pass the cell
-                self.log.error("judging cell %s failed: %r", _name(cell, index), exc)
-                sentence = f"the grader could not judge this cell ({type(exc).__name__}); tell your instructor"
+        sentence = self._verdict(cell, index) if self._cases is not None else None
         _judged_outputs(cell)
         judge.apply(cell, sentence)
+
+    def _verdict(self, cell, index):
+        """The judge's sentence for a test cell (None: it stands as the kernel left it): the
+        hidden check's results, then the routes the notebook's text shows."""
+        failed = any(o.get("output_type") == "error" for o in cell.outputs)
+        try:
+            sentence = judge.verdict(cell.source, self._probes.kept.get(index, []), failed, self._cases,
+                                     self.student_id or None)
+            # A forbidden route the notebook's text shows fails the cell whatever the kernel
+            # reported (the in-kernel guard cannot see a library call made from a thread).
+            return judge.forbidden_route(self.nb.cells, index, cell.source,
+                                         reader=self._route_reader()) or sentence
+        except Exception as exc:  # noqa: BLE001 - a grader bug must fail loudly, not pass the cell
+            self.log.error("judging cell %s failed: %r", _name(cell, index), exc)
+            return f"the grader could not judge this cell ({type(exc).__name__}); tell your instructor"
+
+    def _route_reader(self):
+        """The notebook's routes.NotebookReader: one per notebook, so that each cell is read once
+        whatever the number of test cells after it."""
+        if self._routes is None or self._routes.cells is not self.nb.cells:
+            self._routes = routes.NotebookReader(self.nb.cells)
+        return self._routes
 
     async def _async_verify(self):
         msg_id = await ensure_async(self.kc.execute(VERIFY, silent=True, store_history=False))

@@ -195,24 +195,26 @@ def _verdict(topic, grade_ids, checks, diagnoses, calls, failed_in_kernel, cases
 REVIEW_KEY = "autograder_review"  # a test cell's "worth a look" lines (routes.Note), for the instructor
 
 
-def forbidden_route(cells, index, source):
+def forbidden_route(cells, index, source, reader=None):
     """The sentence failing the test cell at `index` because an answer it checks reaches a
     forbidden function (or the course's own pieces) by a route the notebook's text shows
     (autograder/routes.py), or None. Read here, from the cells the grader ran, not from anything
     the kernel reported. It starts with routes.FORBIDDEN_ROUTE, so the class report can tell an
     integrity finding from a wrong answer. The lines the reader cannot tell from a habit cost
     nothing: they go into the test cell's metadata (REVIEW_KEY), which export.py lists in
-    problems.csv and the class overview as "worth a look"."""
+    problems.csv and the class overview as "worth a look". `reader`: the notebook's
+    routes.NotebookReader, made once for all its test cells (one is made here without it)."""
     from autograder import routes
 
     wanted = expected(source)
     if wanted is None:
         return None
     topic, grade_ids = wanted
+    reader = reader if reader is not None else routes.NotebookReader(cells)
     notes, sentence = [], None
     for grade_id in grade_ids:
         exercise = _exercise(topic, grade_id)
-        found, said = routes.read(cells, index, exercise.function_name, exercise.forbidden,
+        found, said = reader.read(index, exercise.function_name, exercise.forbidden,
                                   tuple(getattr(exercise, "earlier", ())))
         notes += [n for n in said if n not in notes]
         if found and sentence is None:

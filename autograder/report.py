@@ -490,6 +490,9 @@ OVERVIEW_STYLE = (
     ".banner{background:#7a0000;color:#fff;padding:.6em 1em;font-weight:bold;font-size:1.1em;border-radius:4px}"
     "table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #bbb;padding:.25em .4em;"
     "vertical-align:top;font-size:.85em}th{background:#f4f4f4;text-align:left;max-width:11em}"
+    # a student id is one long word (an e-mail address, an LMS number): it wraps inside its column
+    # instead of running over the next ones
+    "tr>th:first-child{overflow-wrap:anywhere;min-width:6em}"
     "td.n{text-align:right;white-space:nowrap}td.c{min-width:7em;max-width:12em}"
     ".score{display:block;color:#333;font-size:.85em}"
     ".ok{background:#d9f2d9}.blank{background:#fff3c4}.mistake{background:#fdd0a2}"

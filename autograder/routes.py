@@ -39,6 +39,7 @@ tests/exercises/alternatives_*.py and the real class's notebooks are read withou
 (tests/grading/test_routes.py).
 """
 import ast
+import copy
 import functools
 import importlib
 import importlib.util
@@ -499,52 +500,57 @@ def _startswith(path, prefixes):
     return any(path == p or path.startswith(p + ".") for p in prefixes)
 
 
-def _given_imports(cells, before):
-    """name -> {dotted path} of the imports in the cells nbgrader restored (the setup cell's
-    `import torch`), which the student's cells use without writing them."""
-    imports = {}
-    readable = {index for index, _ in readable_cells(cells, before)}
-    for index, cell in enumerate(cells[:before]):
-        if cell.get("cell_type") != "code" or index in readable:
-            continue
-        tree = _parse(cell.get("source", "") or "")
-        for node in tree.body if tree is not None else ():
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for name, path in _Statement(node, []).imports.items():
-                    imports.setdefault(name, set()).add(path)
-    return imports
-
-
 class Note(str):
     """A line worth the instructor's look: something the reader cannot tell from a habit, which
     no answer's reach shows, so it costs no point (problems.csv, the class overview)."""
 
 
-class _Reader:
-    def __init__(self, sources, forbidden, given_imports=None, failed=()):
-        """sources: (cell index, source) of the readable cells in order; failed: indices of the
-        cells that raised (their statements may not all have run, so they unbind nothing)."""
+class _CellText:
+    """One code cell read once, whatever test cell later asks about it: its statements as the
+    text shows them (what they bind and read, before any other cell is known), the magics it
+    leaves unread, and, for a cell nbgrader restored, the imports it gives the student's cells."""
+
+    def __init__(self, index, source, readable):
+        self.index, self.source, self.readable = index, source, readable
+        self.statements, self.unread, self.given_imports = [], [], {}
+        tree = _parse(source)
+        if tree is None:
+            return
+        if not readable:
+            for node in tree.body:
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    for name, path in _Statement(node, []).imports.items():
+                        self.given_imports.setdefault(name, set()).add(path)
+            return
+        lines = _ipython_to_python(source).splitlines()
+        original = source.splitlines()
+        for number, name in getattr(tree, "unread_magics", ()):
+            text = original[number - 1].strip() if 0 < number <= len(original) else ""
+            text = text or next((ln.strip() for ln in original if ln.strip()), f"%{name}")
+            self.unread.append((index, text[:100], name))
+        self.statements = [_Statement(node, lines) for node in tree.body]
+
+
+class _StatementIndex:
+    """The readable cells before one test cell as a list of statements in the notebook's order,
+    and the names they bind: what every question about a route is asked of. It judges nothing
+    (that is _RouteJudge's job) and is the same for every exercise the test cell checks."""
+
+    def __init__(self, cell_texts, given_imports=None, failed=()):
+        """cell_texts: the readable cells' _CellText in order; failed: indices of the cells that
+        raised (their statements may not all have run, so they unbind nothing)."""
         self.statements = []
         self.given = {name: set(paths) for name, paths in (given_imports or {}).items()}
         self.imports = {name: set(paths) for name, paths in self.given.items()}
         self.unread = []  # (cell index, line, magic name): magics dropped unread
-        for index, source in sources:
-            tree = _parse(source)
-            if tree is None:
-                continue
-            lines = _ipython_to_python(source).splitlines()
-            original = source.splitlines()
-            for number, name in getattr(tree, "unread_magics", ()):
-                text = original[number - 1].strip() if 0 < number <= len(original) else ""
-                text = text or next((ln.strip() for ln in original if ln.strip()), f"%{name}")
-                self.unread.append((index, text[:100], name))
-            for node in tree.body:
-                statement = _Statement(node, lines, len(self.statements), index not in failed)
-                statement.cell = index
-                self.statements.append(statement)
-                for name, path in statement.imports.items():
-                    self.imports.setdefault(name, set()).add(path)
-        self._follow_assigned_aliases(self.statements, self.imports)
+        for text in cell_texts:
+            self.unread += text.unread
+            for base in text.statements:
+                self.statements.append(self._placed(base, text.index, text.index not in failed))
+        for statement in self.statements:
+            for name, path in statement.imports.items():
+                self.imports.setdefault(name, set()).add(path)
+        self.follow_assigned_aliases(self.statements, self.imports)
         for statement in self.statements:
             statement.binds |= {name for name in statement.receivers if not self._is_module(name)}
             # x.a = ... on a module changes the library, not a name: `torch.backends.cudnn.deterministic
@@ -553,12 +559,17 @@ class _Reader:
             for root in statement.module_stores:
                 if root not in statement.assigns and root not in statement.imports:
                     statement.binds.discard(root)
-        self.forbidden = {}
-        for holder, attr, obj, label in guards._aliases(tuple(e for e in forbidden if "::" not in e)):
-            self.forbidden.setdefault(id(obj), label)
-        self.active = self.imports
 
-    def _follow_assigned_aliases(self, statements, imports):
+    def _placed(self, base, cell, ran):
+        """A statement of a cell put in its place in this prefix: what it binds depends on the
+        whole prefix (a name is a module if some cell imports it), so each prefix has its own copy
+        of the (shared, unchanged) statement read from the text."""
+        statement = copy.copy(base)
+        statement.binds = set(base.binds)
+        statement.position, statement.ran, statement.cell = len(self.statements), ran, cell
+        return statement
+
+    def follow_assigned_aliases(self, statements, imports):
         """`g = guards` or `sm = scipy.special.softmax` at the top level: g and sm name what the
         chain names, for the checks that look at names (a module changed through an alias)."""
         for _ in range(3):
@@ -633,8 +644,9 @@ class _Reader:
         return reached
 
     def paths(self, parts, imports=None):
-        """Dotted paths a chain may name, through every import of its first name."""
-        return self._paths(parts, self.active if imports is None else imports)
+        """Dotted paths a chain may name, through every import of its first name (anywhere in
+        the prefix, unless `imports` says which)."""
+        return self._paths(parts, self.imports if imports is None else imports)
 
     @staticmethod
     def _paths(parts, imports):
@@ -642,18 +654,161 @@ class _Reader:
             return []
         return [".".join([base] + parts[1:]) for base in sorted(imports[parts[0]])]
 
-    def judge_statement(self, statement, answer, followed=None):
+    def binds_anywhere(self, name):
+        """Whether some statement of the prefix binds `name` (then it is not the builtin)."""
+        return any(name in s.binds for s in self.statements)
+
+    @functools.cached_property
+    def written(self):
+        """{module name: the magic's line} of the files %%writefile puts beside the notebook
+        (`%%writefile scipy.py`), which an import of that name would load in the kernel."""
+        out = {}
+        for _, line, name in self.unread:
+            if name.startswith("writefile ") and (module := _written_module(name.split(" ", 1)[1])):
+                out[module] = line
+        return out
+
+    @functools.cached_property
+    def defined_functions(self):
+        """Names the notebook binds to a function or class it defines (`def f`, `f = lambda ...`)."""
+        out = set()
+        for statement in self.statements:
+            node = statement.node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+                out.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        return out
+
+    @functools.cached_property
+    def notes(self):
+        """The prefix's lines worth the instructor's look (_notes_of), the same for every exercise."""
+        return _notes_of(self)
+
+
+def _notes_of(index):
+    """What the instructor may want to look at, reached by no answer: magics the reader does
+    not read, library modules changed, other double-underscore attributes rewritten, frames
+    and tracebacks looked into, files written under an installed module's name, the notebook's
+    functions handed to other libraries."""
+    out = []
+    for cell, line, name in index.unread:
+        if name.startswith("writefile "):
+            module = _written_module(name.split(" ", 1)[1])
+            if not module or not _installed(module):
+                continue
+            out.append(Note(f"worth a look: cell {cell + 1} writes a file named like an installed "
+                            f"module (`{line}`); no answer imports it"))
+        else:
+            out.append(Note(f"worth a look: cell {cell + 1} runs `{line}`, a magic the grader does not "
+                            f"read (it reaches no answer)"))
+    for statement in index.statements:
+        for root, stores in statement.module_stores.items():
+            for node, _ in stores:
+                out.append(Note(f"worth a look: cell {statement.cell + 1} changes the module `{root}` "
+                                f"(`{statement.line(node)}`); no answer uses what it changes"))
+        for node in ast.walk(statement.node):
+            if (isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del))
+                    and node.attr.startswith("__") and node.attr not in DISGUISE_ATTRIBUTES):
+                out.append(Note(f"worth a look: cell {statement.cell + 1} rewrites `{node.attr}` "
+                                f"(`{statement.line(node)}`)"))
+            elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRIBUTES:
+                out.append(Note(f"worth a look: cell {statement.cell + 1} looks into running code's "
+                                f"frames (`{statement.line(node)}`)"))
+            elif isinstance(node, ast.Name) and node.id == "__builtins__":
+                out.append(Note(f"worth a look: cell {statement.cell + 1} uses `__builtins__` "
+                                f"(`{statement.line(node)}`)"))
+            elif isinstance(node, ast.Call) and (note := _handed_over(index, statement, node)):
+                out.append(note)
+            elif isinstance(node, (ast.Attribute, ast.Name)) and (parts := _chain(node)):
+                for path in index.paths(parts):
+                    if _startswith(path, REVIEWED_MODULES):
+                        out.append(Note(f"worth a look: cell {statement.cell + 1} uses `{path}` "
+                                        f"(`{statement.line(node)}`), which can fetch any function by a "
+                                        "route the grader cannot follow"))
+                        break
+    return list(dict.fromkeys(out))
+
+
+def _handed_over(index, statement, call):
+    """A Note when `call` hands one of the notebook's functions (a name it defines, a lambda)
+    to a function of a library outside CALLS_IN_THIS_THREAD, which may run it in another thread
+    or process; None otherwise."""
+    parts = _chain(call.func)
+    paths = [p for p in (index.paths(parts) if parts else []) if not _startswith(p, CALLS_IN_THIS_THREAD)]
+    if not paths:
+        return None
+    for value in [*call.args, *(k.value for k in call.keywords)]:
+        value = value.value if isinstance(value, ast.Starred) else value
+        if isinstance(value, ast.Lambda):
+            given = "a lambda"
+        elif isinstance(value, ast.Name) and value.id in index.defined_functions:
+            given = f"`{value.id}`"
+        else:
+            continue
+        return Note(f"worth a look: cell {statement.cell + 1} hands {given} to `{paths[0]}` "
+                    f"(`{statement.line(call)}`), a library function the grader does not read: it may run "
+                    "it in another thread or process, where the check cannot see what it calls")
+    return None
+
+
+class _RouteJudge:
+    """Judges one exercise's answer against a prefix's _StatementIndex: the paths its reach names
+    (forbidden functions, the course's helpers, routes the grader cannot follow) and what the
+    whole prefix does beside the tests. `active`: the imports the reach itself makes (with the
+    restored cells'), through which its names are read once the reach is known."""
+
+    def __init__(self, index, answer, forbidden):
+        self.index, self.answer = index, answer
+        self.forbidden = {}
+        for holder, attr, obj, label in guards._aliases(tuple(e for e in forbidden if "::" not in e)):
+            self.forbidden.setdefault(id(obj), label)
+        self.active = index.imports
+
+    def judge_reach(self, reached, judge_everything):
+        """The most telling finding in the statements the answer reaches, or None. Everything
+        is judged when the exercise forbids something; otherwise only the course's helpers."""
+        self.active = {name: set(paths) for name, paths in self.index.given.items()}
+        for statement in reached:
+            for name, path in statement.imports.items():
+                self.active.setdefault(name, set()).add(path)
+        self.index.follow_assigned_aliases(reached, self.active)
+        if judge_everything:
+            followed = {name for statement in reached for name in statement.binds} | {self.answer}
+            found = [self.judge_statement(s, followed) for s in reached]
+        else:
+            found = [f for s in reached for f in self._course_helpers_in(s)]
+        found = [f for f in found if f]
+        return min(found, key=lambda f: f.rank) if found else None
+
+    def _course_helpers_in(self, statement):
+        """Findings (or None) for each import and each name of a reached statement that leads to
+        the course's own helpers."""
+        where = f"(the line `{statement.line(statement.node)}`)"
+        for name, path in statement.imports.items():
+            yield self._judge_path(path, where, course_only=True)
+        for node in ast.walk(statement.node):
+            parts = _chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
+            for path in self.paths(parts) if parts else []:
+                yield self._judge_path(path, f"(the line `{statement.line(node)}`)", course_only=True)
+
+    def paths(self, parts):
+        """Dotted paths a chain may name, through the imports the reach makes."""
+        return self.index.paths(parts, self.active)
+
+    def judge_statement(self, statement, followed=None):
         """The statement's most telling finding: a forbidden function named outright says more
         than the container or route that holds it (`SimpleNamespace(sm=scipy.special.softmax)`)."""
+        answer = self.answer
         calls = {id(n.func) for n in ast.walk(statement.node) if isinstance(n, ast.Call)
                  and isinstance(n.func, ast.Name) and n.func.id in NAME_TAKING_BUILTINS}
-        found = [f for f in (self._judge_node(node, statement, answer, calls) for node in ast.walk(statement.node)) if f]
+        found = [f for f in (self._judge_node(node, statement, calls) for node in ast.walk(statement.node)) if f]
         if isinstance(statement.node, (ast.Import, ast.ImportFrom)):
             # `from course_utils.grading.parts import split_heads`: the import is the answer
             where = f"(the line `{statement.line(statement.node)}`)"
             for name, path in statement.imports.items():
                 if followed is None or name in followed:
-                    found.append(self._judge_path(path, where, answer))
+                    found.append(self._judge_path(path, where))
         for root, stores in getattr(statement, "module_stores", {}).items():
             for node, attr in stores:
                 found.append(Finding(f"your notebook changes the module `{root}` (the line "
@@ -662,8 +817,8 @@ class _Reader:
         found = [f for f in found if f]
         return min(found, key=lambda f: f.rank) if found else None
 
-    def _judge_node(self, node, statement, answer, calls=()):
-        where = f"(the line `{statement.line(node)}`)"
+    def _judge_node(self, node, statement, calls=()):
+        answer, where = self.answer, f"(the line `{statement.line(node)}`)"
         if isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRIBUTES:
             return Finding(f"`{answer}` reaches `.{node.attr}` {where}, a route the grader cannot follow: "
                            "call functions by their names")
@@ -673,12 +828,12 @@ class _Reader:
                 return Finding(f"`{answer}` reaches `{node.func.id}` with a computed name {where}: the grader "
                                "cannot tell what that names, so write the attribute out")
         if (isinstance(node, ast.Name) and node.id in NAME_TAKING_BUILTINS and id(node) not in calls
-                and node.id not in self.active and not any(node.id in s.binds for s in self.statements)):
+                and node.id not in self.active and not self.index.binds_anywhere(node.id)):
             # `g = getattr`, `getattr.__call__(...)`, `functools.reduce(getattr, ...)`
             return Finding(f"`{answer}` reaches `{node.id}` passed around as a value {where}, a route the "
                            "grader cannot follow: write the attribute out")
         if isinstance(node, ast.Name) and node.id in DYNAMIC_BUILTINS and node.id not in self.active:
-            if not any(node.id in s.binds for s in self.statements):
+            if not self.index.binds_anywhere(node.id):
                 return Finding(f"`{answer}` reaches `{node.id}` {where}, which runs code the grader cannot "
                                "read: write the code itself")
         if isinstance(node, ast.Call):
@@ -692,12 +847,13 @@ class _Reader:
             parts = _chain(node)
             if parts:
                 for path in self.paths(parts):
-                    finding = self._judge_path(path, where, answer)
+                    finding = self._judge_path(path, where)
                     if finding:
                         return finding
         return None
 
-    def _judge_path(self, path, where, answer, course_only=False):
+    def _judge_path(self, path, where, course_only=False):
+        answer = self.answer
         # `grading.questions.numbers(...)` is read node by node: `grading` and `grading.questions`
         # lead to the allowed module and say nothing by themselves (`grading.parts.x` is judged
         # as its own, longer path).
@@ -714,9 +870,9 @@ class _Reader:
         if root not in RESOLVED_ROOTS and not _installed(root):
             return Finding(f"`{answer}` reaches `{path}` {where}, which is not a library the grader "
                            "knows (a file written from the notebook?): write the code in the notebook")
-        if root in self.written:
+        if root in self.index.written:
             return Finding(f"`{answer}` reaches `{path}` {where}, a module the notebook writes itself "
-                           f"(`{self.written[root]}`), in place of the installed one: write the code in the notebook")
+                           f"(`{self.index.written[root]}`), in place of the installed one: write the code in the notebook")
         if root == "torch" and (any(p.startswith("_") and not p.startswith("__") for p in rest)
                                 or _startswith(path, TORCH_HIDDEN_NAMESPACES)):
             return Finding(f"`{answer}` reaches `{path}` {where}: PyTorch's internal namespaces are "
@@ -730,21 +886,12 @@ class _Reader:
                            "you to write it without it", rank=0)
         return None
 
-    @functools.cached_property
-    def written(self):
-        """{module name: the magic's line} of the files %%writefile puts beside the notebook
-        (`%%writefile scipy.py`), which an import of that name would load in the kernel."""
-        out = {}
-        for _, line, name in self.unread:
-            if name.startswith("writefile ") and (module := _written_module(name.split(" ", 1)[1])):
-                out[module] = line
-        return out
-
-    def judge_notebook(self, answer):
+    def judge_notebook(self):
         """Findings anywhere in the cells, reached or not: what runs beside the tests (threads,
         processes, IPython's shell and hooks), the grader's internals, a function disguised as
         another. Nothing here can be an honest habit."""
-        for statement in self.statements:
+        answer = self.answer
+        for statement in self.index.statements:
             for node in ast.walk(statement.node):
                 where = f"(the line `{statement.line(node)}`)"
                 if isinstance(node, ast.Name) and node.id == "get_ipython":
@@ -752,11 +899,11 @@ class _Reader:
                                    f"tests cannot count for `{answer}`; remove it")
                 parts = _chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
                 if parts:
-                    for path in self.paths(parts, self.imports):
+                    for path in self.index.paths(parts):
                         if _startswith(path, CONCURRENT_MODULES):
                             return Finding(f"your notebook uses `{path}` {where}: threads and processes "
                                            f"run beside the tests, so `{answer}` cannot be checked; remove them")
-                    for path in self.paths(parts, self.imports):
+                    for path in self.index.paths(parts):
                         if _startswith(path, ("course_utils.grading",)) and any(
                                 p.startswith("_") for p in path.split(".")):
                             return Finding(f"your notebook uses the grader's internals `{path}` {where}; "
@@ -765,83 +912,6 @@ class _Reader:
                         and node.attr in DISGUISE_ATTRIBUTES):
                     return Finding(f"your notebook rewrites `{node.attr}` {where}: that disguises one "
                                    f"function as another, so `{answer}` cannot count; remove it")
-        return None
-
-    def notes(self):
-        """What the instructor may want to look at, reached by no answer: magics the reader does
-        not read, library modules changed, other double-underscore attributes rewritten, frames
-        and tracebacks looked into, files written under an installed module's name."""
-        out = []
-        for index, line, name in self.unread:
-            if name.startswith("writefile "):
-                module = _written_module(name.split(" ", 1)[1])
-                if not module or not _installed(module):
-                    continue
-                out.append(Note(f"worth a look: cell {index + 1} writes a file named like an installed "
-                                f"module (`{line}`); no answer imports it"))
-            else:
-                out.append(Note(f"worth a look: cell {index + 1} runs `{line}`, a magic the grader does not "
-                                f"read (it reaches no answer)"))
-        for statement in self.statements:
-            for root, stores in statement.module_stores.items():
-                for node, _ in stores:
-                    out.append(Note(f"worth a look: cell {statement.cell + 1} changes the module `{root}` "
-                                    f"(`{statement.line(node)}`); no answer uses what it changes"))
-            for node in ast.walk(statement.node):
-                if (isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del))
-                        and node.attr.startswith("__") and node.attr not in DISGUISE_ATTRIBUTES):
-                    out.append(Note(f"worth a look: cell {statement.cell + 1} rewrites `{node.attr}` "
-                                    f"(`{statement.line(node)}`)"))
-                elif isinstance(node, ast.Attribute) and node.attr in FRAME_ATTRIBUTES:
-                    out.append(Note(f"worth a look: cell {statement.cell + 1} looks into running code's "
-                                    f"frames (`{statement.line(node)}`)"))
-                elif isinstance(node, ast.Name) and node.id == "__builtins__":
-                    out.append(Note(f"worth a look: cell {statement.cell + 1} uses `__builtins__` "
-                                    f"(`{statement.line(node)}`)"))
-                elif isinstance(node, ast.Call) and (note := self._handed_over(statement, node)):
-                    out.append(note)
-                elif isinstance(node, (ast.Attribute, ast.Name)) and (parts := _chain(node)):
-                    for path in self.paths(parts, self.imports):
-                        if _startswith(path, REVIEWED_MODULES):
-                            out.append(Note(f"worth a look: cell {statement.cell + 1} uses `{path}` "
-                                            f"(`{statement.line(node)}`), which can fetch any function by a "
-                                            "route the grader cannot follow"))
-                            break
-        return list(dict.fromkeys(out))
-
-
-    @functools.cached_property
-    def _defined_functions(self):
-        """Names the notebook binds to a function or class it defines (`def f`, `f = lambda ...`)."""
-        out = set()
-        for statement in self.statements:
-            node = statement.node
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                out.add(node.name)
-            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
-                out.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        return out
-
-    def _handed_over(self, statement, call):
-        """A Note when `call` hands one of the notebook's functions (a name it defines, a lambda)
-        to a function of a library outside CALLS_IN_THIS_THREAD, which may run it in another thread
-        or process; None otherwise."""
-        parts = _chain(call.func)
-        paths = [p for p in (self.paths(parts, self.imports) if parts else [])
-                 if not _startswith(p, CALLS_IN_THIS_THREAD)]
-        if not paths:
-            return None
-        for value in [*call.args, *(k.value for k in call.keywords)]:
-            value = value.value if isinstance(value, ast.Starred) else value
-            if isinstance(value, ast.Lambda):
-                given = "a lambda"
-            elif isinstance(value, ast.Name) and value.id in self._defined_functions:
-                given = f"`{value.id}`"
-            else:
-                continue
-            return Note(f"worth a look: cell {statement.cell + 1} hands {given} to `{paths[0]}` "
-                        f"(`{statement.line(call)}`), a library function the grader does not read: it may run "
-                        "it in another thread or process, where the check cannot see what it calls")
         return None
 
 
@@ -895,6 +965,61 @@ def _torch_weights_only_default():
 
 
 
+class NotebookReader:
+    """A notebook's cells, each read once, asked test cell by test cell for what the cells before
+    it show. The grader makes one per notebook as it runs it (execute.SandboxedExecute): every
+    test cell used to read all the cells before it afresh. A cell is read when a test cell first
+    asks about it (by then it has run: whether it raised is read from its outputs at that time),
+    and read again only if its source changed."""
+
+    def __init__(self, cells):
+        self.cells = cells
+        self._texts = {}  # cell index -> _CellText
+        self._last = (None, None)  # (what the last prefix was made of, its _StatementIndex)
+
+    def _text(self, index, source, readable):
+        text = self._texts.get(index)
+        if text is None or text.source != source or text.readable != readable:
+            text = self._texts[index] = _CellText(index, source, readable)
+        return text
+
+    def _prefix(self, before):
+        """(the readable cells' (index, source) before `before`, their _StatementIndex)."""
+        readable = readable_cells(self.cells, before)
+        failed = frozenset(i for i, _ in readable if any(
+            o.get("output_type") == "error" for o in self.cells[i].get("outputs", ()) or ()))
+        restored = [(i, c.get("source", "") or "") for i, c in enumerate(self.cells[:before])
+                    if c.get("cell_type") == "code" and i not in {j for j, _ in readable}]
+        key = (tuple(readable), failed, tuple(restored))
+        if self._last[0] != key:
+            given = {}
+            for index, source in restored:
+                for name, paths in self._text(index, source, False).given_imports.items():
+                    given.setdefault(name, set()).update(paths)
+            texts = [self._text(index, source, True) for index, source in readable]
+            self._last = (key, _StatementIndex(texts, given, failed))
+        return readable, self._last[1]
+
+    def read(self, before, answer, forbidden, substituted=()):
+        """(finding, notes) for the test cell at index `before` (see the module's `read`)."""
+        readable, index = self._prefix(before)
+        if sum(len(source) for _, source in readable) > MAX_SOURCE_CHARS:
+            return (Finding(f"your notebook's code is longer than the grader reads ({MAX_SOURCE_CHARS:,} "
+                            f"characters), so it cannot tell which functions `{answer}` uses") if forbidden else None), []
+        notes = list(index.notes)
+        judge = _RouteJudge(index, answer, forbidden or ())
+        found = judge.judge_notebook() if forbidden else None
+        if found:
+            return found, notes
+        return judge.judge_reach(index.reach(answer, substituted), bool(forbidden)), notes
+
+    def finding(self, before, answer, forbidden, substituted=()):
+        """The sentence failing the test cell at index `before` (see `read`), or None."""
+        if not forbidden:
+            return None
+        return self.read(before, answer, forbidden, substituted)[0]
+
+
 def read(cells, before, answer, forbidden, substituted=()):
     """(finding, notes) for the test cell at index `before`: the sentence failing it for the
     exercise whose answer is the name `answer` and which forbids `forbidden` ("module:attr"
@@ -903,39 +1028,9 @@ def read(cells, before, answer, forbidden, substituted=()):
     cells: the notebook's cells as the grader ran them; substituted: names of earlier pieces the
     grader replaces by correct ones (Exercise.earlier). An exercise that forbids nothing is still
     read for the course's own helpers in its answer's reach (`from course_utils.grading.parts
-    import split_heads` is the answer, shipped to students)."""
-    readable = readable_cells(cells, before)
-    if sum(len(source) for _, source in readable) > MAX_SOURCE_CHARS:
-        return (Finding(f"your notebook's code is longer than the grader reads ({MAX_SOURCE_CHARS:,} "
-                        f"characters), so it cannot tell which functions `{answer}` uses") if forbidden else None), []
-    failed = {i for i, _ in readable if any(o.get("output_type") == "error" for o in cells[i].get("outputs", ()) or ())}
-    reader = _Reader(readable, forbidden or (), _given_imports(cells, before), failed)
-    notes = reader.notes()
-    found = reader.judge_notebook(answer) if forbidden else None
-    if found:
-        return found, notes
-    reached = reader.reach(answer, substituted)
-    reader.active = {name: set(paths) for name, paths in reader.given.items()}
-    for statement in reached:
-        for name, path in statement.imports.items():
-            reader.active.setdefault(name, set()).add(path)
-    reader._follow_assigned_aliases(reached, reader.active)
-    followed = {name for statement in reached for name in statement.binds} | {answer}
-    if forbidden:
-        found = [f for f in (reader.judge_statement(s, answer, followed) for s in reached) if f]
-    else:
-        found = []
-        for statement in reached:
-            where = f"(the line `{statement.line(statement.node)}`)"
-            for name, path in statement.imports.items():
-                found.append(reader._judge_path(path, where, answer, course_only=True))
-            for node in ast.walk(statement.node):
-                parts = _chain(node) if isinstance(node, (ast.Attribute, ast.Name)) else None
-                for path in reader.paths(parts) if parts else []:
-                    found.append(reader._judge_path(path, f"(the line `{statement.line(node)}`)", answer,
-                                                    course_only=True))
-        found = [f for f in found if f]
-    return (min(found, key=lambda f: f.rank) if found else None), notes
+    import split_heads` is the answer, shipped to students). This reads the cells afresh; to ask
+    about several test cells of one notebook, make one NotebookReader."""
+    return NotebookReader(cells).read(before, answer, forbidden, substituted)
 
 
 def finding(cells, before, answer, forbidden, substituted=()):

@@ -251,40 +251,89 @@ def _scores(db_url, assignment, student):
     return cells
 
 
-def grade(task):
-    """Grade one (student, assignment). Returns the result dict (also written to result.json)."""
-    import nbformat
-    from traitlets.config import Config
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    from .execute import BROKEN_KEY
+class _Shard:
+    """The folders of one grading, all under the shard: nbgrader's course root (its `submitted/`,
+    `autograded/` and `feedback/` steps, its gradebook) and the scratch copy the kernel sees."""
 
-    started = time.monotonic()
-    student, assignment, shard = task["student"], task["assignment"], task["shard"]
-    if os.path.isdir(shard):
-        shutil.rmtree(shard)
-    submitted = os.path.join(shard, "submitted", student, assignment)
-    workdir = os.path.join(shard, "autograded", student, assignment)
-    scratch = os.path.join(shard, "scratch")
-    os.makedirs(submitted)
-    os.makedirs(scratch)
-    problems, prepared = [], {}
+    def __init__(self, task):
+        self.root, self.student, self.assignment = task["shard"], task["student"], task["assignment"]
+        self.submitted = os.path.join(self.root, "submitted", self.student, self.assignment)
+        self.graded = os.path.join(self.root, "autograded", self.student, self.assignment)
+        self.feedback = os.path.join(self.root, "feedback", self.student, self.assignment)
+        self.scratch = os.path.join(self.root, "scratch")
+        self.gradebook = os.path.join(self.root, "gradebook.db")
+
+    def make_fresh(self):
+        """An empty shard: nothing of an earlier grading of this student may count."""
+        if os.path.isdir(self.root):
+            shutil.rmtree(self.root)
+        os.makedirs(self.submitted)
+        os.makedirs(self.scratch)
+
+
+class _Stopwatch:
+    """Seconds spent in each step of a grading, each measured from the end of the one before."""
+
+    def __init__(self):
+        self.started = time.monotonic()
+        self.laps = {}
+
+    def lap(self, step):
+        self.laps[step] = time.monotonic() - self.started - sum(self.laps.values())
+
+    def rounded(self):
+        return {step: round(seconds, 2) for step, seconds in self.laps.items()}
+
+    def total(self):
+        return round(time.monotonic() - self.started, 2)
+
+
+def _notebooks(task):
+    """The submission's notebook file names, sorted."""
+    return sorted(name for name in task["files"] if name.endswith(".ipynb"))
+
+
+def _read_release(task, name):
+    """The student release of a notebook, or None when the assignment has no such notebook.
+    Read once per grading: the batch wrote it before any worker started, in a folder no kernel
+    can write (and cellmeta.restore, check_cells and grader_failure only read it)."""
+    import nbformat
+    path = os.path.join(task["release_root"], task["assignment"], name)
+    return nbformat.read(path, as_version=4) if os.path.exists(path) else None
+
+
+class _Staged:
+    """What staging a submission found: problems for problems.csv; each notebook's release; and,
+    for check_cells, each notebook as the student sent it (duplicate cells included) with the
+    metadata an editor dropped given back, so a restored cell is not reported as deleted."""
+
+    def __init__(self):
+        self.problems, self.releases, self.as_sent = [], {}, {}
+
+
+def _stage_submission(task, shard):
+    """Copy the student's files into nbgrader's `submitted/` (notebooks made safe for nbgrader and
+    their cell metadata restored from the release) and, untouched, into the kernel's scratch."""
+    import nbformat
+    staged = _Staged()
     for name, path in task["files"].items():
         if name.endswith(".ipynb"):
             nb = normalize(nbformat.read(path, as_version=4))
-            release_path = os.path.join(task["release_root"], assignment, name)
-            if os.path.exists(release_path):
-                release = nbformat.read(release_path, as_version=4)
-                problems.extend(f"{name}: {p}" for p in cellmeta.restore(nb, release))
-                # check_cells judges what the student sent (duplicates included), with the
-                # metadata an editor dropped given back, so restored cells are not "deleted"
-                prepared[name] = nbformat.read(path, as_version=4)
-                cellmeta.restore(prepared[name], release)
-            nbformat.write(nb, os.path.join(submitted, name))
+            release = staged.releases[name] = _read_release(task, name)
+            if release is not None:
+                staged.problems.extend(f"{name}: {p}" for p in cellmeta.restore(nb, release))
+                staged.as_sent[name] = nbformat.read(path, as_version=4)
+                cellmeta.restore(staged.as_sent[name], release)
+            nbformat.write(nb, os.path.join(shard.submitted, name))
         else:
-            shutil.copyfile(path, os.path.join(submitted, name))
-        shutil.copyfile(path, os.path.join(scratch, name))
-    src_assignment = os.path.join(task["source_root"], assignment)
+            shutil.copyfile(path, os.path.join(shard.submitted, name))
+        shutil.copyfile(path, os.path.join(shard.scratch, name))
+    return staged
+
+
+def _copy_assignment_files(task, scratch):
+    """The assignment's other files (data the notebooks open), beside the submission in scratch."""
+    src_assignment = os.path.join(task["source_root"], task["assignment"])
     for root, _, files in os.walk(src_assignment):
         for name in files:
             if name.endswith(".ipynb") or ".ipynb_checkpoints" in root:
@@ -292,144 +341,199 @@ def grade(task):
             rel = os.path.relpath(os.path.join(root, name), src_assignment)
             os.makedirs(os.path.dirname(os.path.join(scratch, rel)), exist_ok=True)
             shutil.copyfile(os.path.join(root, name), os.path.join(scratch, rel))
-    shutil.copyfile(task["template_db"], os.path.join(shard, "gradebook.db"))
-    db_url = "sqlite:///" + os.path.join(shard, "gradebook.db")
 
-    if task.get("sandbox", True):
-        # A fresh socket folder per student: whatever the last kernel left there (files,
-        # folders, sockets) must not reach or break the next student.
-        shutil.rmtree(task["socket_dir"], ignore_errors=True)
-        os.makedirs(task["socket_dir"])
-        os.chmod(task["socket_dir"], 0o700)
-        os.chown(task["socket_dir"], task["uid"], task["uid"])
-        if task.get("isolation") == "drop":
-            sandbox.kill_user(task["uid"])  # nothing of an earlier kernel may meet this one
-            spec = _dropped_spec(task, scratch)
-        else:
-            _chown_tree(scratch, task["uid"])
-            inside = "/home/student/" + assignment  # no host path of the course shows inside
-            spec = _sandbox_spec(task, scratch, inside)
-        os.environ[sandbox.ENV_VAR] = json.dumps(spec)
-        # jupyter_client finds kernelspecs in $JUPYTER_PATH/kernels/<name>/kernel.json
-        os.environ["JUPYTER_PATH"] = os.path.dirname(task["kernels_dir"])
-    else:
+
+def _prepare_kernel(task, scratch):
+    """Tell the kernel nbgrader will start where and how it runs (through this process's
+    environment, which the sandbox's launcher and jupyter_client read)."""
+    if not task.get("sandbox", True):
         # Unsandboxed (trusted submissions only): the kernel inherits this environment.
         if task.get("cases_file"):
             os.environ["COURSE_HIDDEN_CASES"] = task["cases_file"]
         os.environ["COURSE_STUDENT_ID"] = _numbers_for(task)
+        return
+    # A fresh socket folder per student: whatever the last kernel left there (files,
+    # folders, sockets) must not reach or break the next student.
+    shutil.rmtree(task["socket_dir"], ignore_errors=True)
+    os.makedirs(task["socket_dir"])
+    os.chmod(task["socket_dir"], 0o700)
+    os.chown(task["socket_dir"], task["uid"], task["uid"])
+    if task.get("isolation") == "drop":
+        sandbox.kill_user(task["uid"])  # nothing of an earlier kernel may meet this one
+        spec = _dropped_spec(task, scratch)
+    else:
+        _chown_tree(scratch, task["uid"])
+        inside = "/home/student/" + task["assignment"]  # no host path of the course shows inside
+        spec = _sandbox_spec(task, scratch, inside)
+    os.environ[sandbox.ENV_VAR] = json.dumps(spec)
+    # jupyter_client finds kernelspecs in $JUPYTER_PATH/kernels/<name>/kernel.json
+    os.environ["JUPYTER_PATH"] = os.path.dirname(task["kernels_dir"])
 
-    config = _nbgrader_config(shard, task)
-    coursedir = CourseDirectory(config=config)
-    api = NbGraderAPI(coursedir=coursedir, config=config)
-    log = io.StringIO()
-    timing = {"setup": time.monotonic() - started}
+
+def _autograde(api, task, log):
+    """nbgrader's autograde of the shard's submission, its chatter into `log`; nbgrader's outcome."""
     with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         try:
-            outcome = api.autograde(assignment, student, force=True, create=True)
+            return api.autograde(task["assignment"], task["student"], force=True, create=True)
         finally:
             if task.get("isolation") == "drop":
                 # Without a PID namespace, what the kernel started (a daemon, a process waiting
                 # to rewrite a result) outlives it: every process of its uid dies before any
                 # result is read or written.
                 sandbox.kill_user(task["uid"])
-    timing["autograde"] = time.monotonic() - started - sum(timing.values())
-    result = {"student": student, "assignment": assignment, "fingerprint": task["fingerprint"],
-              "status": "graded", "cells": [], "problems": problems, "feedback": {}}
-    if not outcome.get("success"):
-        result["status"] = "could_not_grade"
-        detail = (outcome.get("error") or outcome.get("log") or "").strip().splitlines()
-        problems.append("nbgrader could not autograde this submission: "
-                        + (detail[-1] if detail else "unknown error"))
-        result["log"] = (outcome.get("log") or "")[-4000:]
-        return result
 
-    result["cells"] = _scores(db_url, assignment, student)
-    messages = {}  # (notebook, grade_id) -> the test cell's first error, for the class report
-    partial = {}  # (notebook, grade_id) -> the judge's sentence for a partly credited cell
-    secret = task.get("secret_lines", {})
-    for name in sorted(task["files"]):
-        if not name.endswith(".ipynb"):
-            continue
-        nb_name = name[:-len(".ipynb")]
-        graded_path = os.path.join(workdir, name)
-        if not os.path.exists(graded_path):
-            problems.append(f"{name}: nbgrader wrote no graded notebook")
-            continue
-        graded = nbformat.read(graded_path, as_version=4)
-        if graded.metadata.get(BROKEN_KEY):
-            problems.append(f"{name}: {graded.metadata[BROKEN_KEY]}; the cells after it were "
-                            "not run and scored zero")
-        release_nb = None
-        release_path = os.path.join(task["release_root"], assignment, name)
-        if os.path.exists(release_path):
-            release_nb = nbformat.read(release_path, as_version=4)
-        failure = grader_failure(graded, release_nb)
-        if failure:
-            result["grader_failure"] = f"{name}: {failure}"
-            problems.append(f"{name}: the grading environment could not run this notebook: {failure}. "
-                            "This grade may be the environment's, not the student's: regrade with "
-                            "more memory or a longer --timeout")
-        tampering = set()
+
+def _not_autograded(result, outcome):
+    """The result of a submission nbgrader could not autograde, with its last word and its log."""
+    result["status"] = "could_not_grade"
+    detail = (outcome.get("error") or outcome.get("log") or "").strip().splitlines()
+    result["problems"].append("nbgrader could not autograde this submission: "
+                              + (detail[-1] if detail else "unknown error"))
+    result["log"] = (outcome.get("log") or "")[-4000:]
+    return result
+
+
+class _CellSentences:
+    """What the graded test cells said, for grades_by_cell.csv and the class report: each cell's
+    first error (or the judge's partial-credit sentence), keyed (notebook, grade_id)."""
+
+    def __init__(self):
+        self.first = {}  # the test cell's first error, or the judge's sentence for a partly credited cell
+        self.partial = {}  # the judge's sentence for a partly credited cell
+
+    def read(self, nb_name, graded):
+        """Read one graded notebook; returns (tampering sentences, grade_ids of cells that timed out)."""
+        tampering, timed_out = set(), []
         for cell in graded.cells:
             gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
             # A partly credited cell has no error output: its sentence is the judge's (written in
             # this process, after the kernel ran; judge.PARTS_KEY).
             parts = cell.get("metadata", {}).get("autograder_parts")
             if gid and isinstance(parts, dict) and parts.get("message"):
-                partial[(nb_name, gid)] = str(parts["message"])[:1000]
-                messages.setdefault((nb_name, gid), f"GradingError: {str(parts['message'])}"[:1000])
+                self.partial[(nb_name, gid)] = str(parts["message"])[:1000]
+                self.first.setdefault((nb_name, gid), f"GradingError: {str(parts['message'])}"[:1000])
             for output in cell.get("outputs", []):
                 if output.get("output_type") != "error":
                     continue
                 if gid:
-                    messages.setdefault((nb_name, gid), f"{output.get('ename')}: {output.get('evalue')}"[:1000])
+                    self.first.setdefault((nb_name, gid), f"{output.get('ename')}: {output.get('evalue')}"[:1000])
                 if output.get("ename") == "TamperError":
                     tampering.add(str(output.get("evalue", "")).strip())
-                elif output.get("ename") == "Timeout" and not graded.metadata.get(BROKEN_KEY):
-                    problems.append(f"{name}: cell {gid or '(unnamed)'} ran longer than "
-                                    f"{task['limits']['timeout']} s and was interrupted")
-        for message in sorted(tampering):
-            problems.append(f"{name}: {message}")
-        if release_nb is not None:
-            try:
-                problems.extend(f"{name}: {p}" for p in check_cells(prepared[name], release_nb))
-            except Exception:  # noqa: BLE001 - a broken notebook was already reported by nbgrader
-                pass
-        lines = secret.get(nb_name, [])
-        if redact.redact_notebook(graded, lines):
-            problems.append(f"{name}: an output quoted the hidden tests and was removed from feedback")
-        nbformat.write(graded, graded_path)
+                elif output.get("ename") == "Timeout":
+                    timed_out.append(gid)
+        return tampering, timed_out
 
-    for row in result["cells"]:
-        row["message"] = messages.get((row["notebook"], row["grade_id"]), "")
-        if (row["notebook"], row["grade_id"]) in partial:
-            row["partial_message"] = partial[(row["notebook"], row["grade_id"])]
-    timing["redact"] = time.monotonic() - started - sum(timing.values())
-    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-        fb = api.generate_feedback(assignment, student, force=True)
-    timing["feedback"] = time.monotonic() - started - sum(timing.values())
-    result["timing"] = {k: round(v, 2) for k, v in timing.items()}
-    feedback_dir = os.path.join(shard, "feedback", student, assignment)
-    for name in sorted(task["files"]):
-        if not name.endswith(".ipynb"):
-            continue
-        html_path = os.path.join(feedback_dir, name[:-len(".ipynb")] + ".html")
+    def annotate(self, rows):
+        """Give each grades_by_cell row its message (and its partial-credit sentence, if any)."""
+        for row in rows:
+            key = (row["notebook"], row["grade_id"])
+            row["message"] = self.first.get(key, "")
+            if key in self.partial:
+                row["partial_message"] = self.partial[key]
+
+
+def _review_graded_notebook(task, shard, name, staged, sentences, result):
+    """Read one graded notebook for what the instructor must hear (a stop, the environment's
+    failure, timeouts, tampering, edited locked cells), collect its cells' sentences, and redact
+    it for feedback (written back in place). Problems go into result["problems"]."""
+    import nbformat
+    from .execute import BROKEN_KEY
+
+    problems = result["problems"]
+    graded_path = os.path.join(shard.graded, name)
+    if not os.path.exists(graded_path):
+        problems.append(f"{name}: nbgrader wrote no graded notebook")
+        return
+    graded = nbformat.read(graded_path, as_version=4)
+    stopped = graded.metadata.get(BROKEN_KEY)
+    if stopped:
+        problems.append(f"{name}: {stopped}; the cells after it were not run and scored zero")
+    release = staged.releases.get(name)
+    failure = grader_failure(graded, release)
+    if failure:
+        result["grader_failure"] = f"{name}: {failure}"
+        problems.append(f"{name}: the grading environment could not run this notebook: {failure}. "
+                        "This grade may be the environment's, not the student's: regrade with "
+                        "more memory or a longer --timeout")
+    nb_name = name[:-len(".ipynb")]
+    tampering, timed_out = sentences.read(nb_name, graded)
+    if not stopped:  # after a stop, the stop says it all
+        problems.extend(f"{name}: cell {gid or '(unnamed)'} ran longer than {task['limits']['timeout']} s "
+                        "and was interrupted" for gid in timed_out)
+    problems.extend(f"{name}: {message}" for message in sorted(tampering))
+    if release is not None:
+        try:
+            problems.extend(f"{name}: {p}" for p in check_cells(staged.as_sent[name], release))
+        except Exception:  # noqa: BLE001 - a broken notebook was already reported by nbgrader
+            pass
+    if redact.redact_notebook(graded, task.get("secret_lines", {}).get(nb_name, [])):
+        problems.append(f"{name}: an output quoted the hidden tests and was removed from feedback")
+    nbformat.write(graded, graded_path)
+
+
+def _finish_feedback_pages(task, shard, result, generated):
+    """Improve and sanitize each notebook's feedback page; withhold a page that would reveal a
+    hidden test. `generated`: whether nbgrader's generate_feedback said it succeeded."""
+    secret = task.get("secret_lines", {})
+    for name in _notebooks(task):
+        nb_name = name[:-len(".ipynb")]
+        html_path = os.path.join(shard.feedback, nb_name + ".html")
         if not os.path.exists(html_path):
-            problems.append(f"{name}: no feedback was generated"
-                            + ("" if fb.get("success") else " (nbgrader generate_feedback failed)"))
+            result["problems"].append(f"{name}: no feedback was generated"
+                                      + ("" if generated else " (nbgrader generate_feedback failed)"))
             continue
         with open(html_path, encoding="utf-8") as fh:
-            rows = [r for r in result["cells"] if r["notebook"] == name[:-len(".ipynb")]]
+            rows = [r for r in result["cells"] if r["notebook"] == nb_name]
             text = sanitize.clean_page(feedback_page.improve(fh.read(), rows))  # sanitizer last
         with open(html_path, "w", encoding="utf-8") as fh:
             fh.write(text)
-        leaked = redact.leaks(text, secret.get(name[:-len(".ipynb")], []))
-        if leaked:
+        if redact.leaks(text, secret.get(nb_name, [])):
             os.remove(html_path)
-            problems.append(f"{name}: feedback withheld because it would reveal hidden tests")
+            result["problems"].append(f"{name}: feedback withheld because it would reveal hidden tests")
             continue
         result["feedback"][name] = html_path
-    result["seconds"] = round(time.monotonic() - started, 2)
+
+
+def grade(task):
+    """Grade one (student, assignment). Returns the result dict (also written to result.json).
+
+    The steps: a fresh shard; the submission staged for nbgrader and the kernel; the kernel's
+    sandbox; nbgrader's autograde; each graded notebook reviewed and redacted; the scores and
+    sentences of its cells; nbgrader's feedback, improved and checked for leaks."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    stopwatch = _Stopwatch()
+    shard = _Shard(task)
+    shard.make_fresh()
+    staged = _stage_submission(task, shard)
+    _copy_assignment_files(task, shard.scratch)
+    shutil.copyfile(task["template_db"], shard.gradebook)
+    _prepare_kernel(task, shard.scratch)
+
+    config = _nbgrader_config(shard.root, task)
+    api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+    log = io.StringIO()
+    stopwatch.lap("setup")
+    outcome = _autograde(api, task, log)
+    stopwatch.lap("autograde")
+    result = {"student": task["student"], "assignment": task["assignment"], "fingerprint": task["fingerprint"],
+              "status": "graded", "cells": [], "problems": staged.problems, "feedback": {}}
+    if not outcome.get("success"):
+        return _not_autograded(result, outcome)
+
+    result["cells"] = _scores("sqlite:///" + shard.gradebook, task["assignment"], task["student"])
+    sentences = _CellSentences()
+    for name in _notebooks(task):
+        _review_graded_notebook(task, shard, name, staged, sentences, result)
+    sentences.annotate(result["cells"])
+    stopwatch.lap("redact")
+    with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        feedback = api.generate_feedback(task["assignment"], task["student"], force=True)
+    stopwatch.lap("feedback")
+    result["timing"] = stopwatch.rounded()
+    _finish_feedback_pages(task, shard, result, feedback.get("success"))
+    result["seconds"] = stopwatch.total()
     return result
 
 

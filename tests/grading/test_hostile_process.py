@@ -146,7 +146,8 @@ def test_item7_output_past_the_cell_budget_is_dropped_as_it_arrives():
     """SandboxedExecute.output keeps a cell's first CELL_OUTPUT_BYTES, then one note."""
     from autograder.execute import CELL_OUTPUT_BYTES, SandboxedExecute
     ex = SandboxedExecute()
-    ex._output_bytes, ex.clear_before_next_output = {}, False
+    ex.reset_budgets()
+    ex.clear_before_next_output = False
     outs = []
     line = "z" * 2**20
     for _ in range(3 * CELL_OUTPUT_BYTES // len(line)):

@@ -90,7 +90,7 @@ def _honest_functions(prefix, table_name):
 def _module_reader(module):
     source = inspect.getsource(module)
     imports = [ast.unparse(n) for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
-    return imports, routes._Reader([(0, source)], ())
+    return imports, routes._StatementIndex([routes._CellText(0, source, readable=True)])
 
 
 def _read_alone(exercise, function):
@@ -568,3 +568,81 @@ ordered = sorted([3, 1], key=lambda v: -v)
     cells, index, exercise = _with_answer("08_masking_transformer", "masking_transformer_masked_softmax", code)
     found, notes = routes.read(cells, index, exercise.function_name, exercise.forbidden)
     assert found is None and not [n for n in notes if "hands" in n], (found, notes)
+
+
+# --- one reader per notebook (issue 41 item 5) -----------------------------------------------
+
+def _as_run(cells):
+    """The cells as the grader's kernel leaves them one by one: yields (cells so far run, index)
+    after each cell ran; the cells after it have no outputs yet."""
+    running = [nbformat.from_dict(dict(c, outputs=[])) if c.get("cell_type") == "code" else c for c in cells]
+    for index, cell in enumerate(cells):
+        if cell.get("cell_type") == "code":
+            running[index]["outputs"] = cell.get("outputs", [])
+        yield running, index
+
+
+def _readings_once_and_afresh(cells):
+    """[(test cell, grade_id, the shared reader's (finding, notes), a fresh reading's)] for every
+    test cell, asked as the grader asks while it runs the notebook: one NotebookReader for all."""
+    reader, out = None, []
+    for running, index in _as_run(cells):
+        reader = reader or routes.NotebookReader(running)
+        wanted = judge.expected(running[index].get("source", "")) if running[index].get("cell_type") == "code" else None
+        for grade_id in (wanted[1] if wanted else ()):
+            exercise = judge._exercise(wanted[0], grade_id)
+            for substituted in {(), tuple(getattr(exercise, "earlier", ()))}:
+                args = (exercise.function_name, exercise.forbidden, substituted)
+                out.append((index, grade_id, reader.read(index, *args), routes.read(running, index, *args)))
+    return out
+
+
+def _same(pair):
+    (found, notes), (fresh_found, fresh_notes) = pair
+    return (str(found) if found else None, getattr(found, "rank", None), notes) == \
+        (str(fresh_found) if fresh_found else None, getattr(fresh_found, "rank", None), fresh_notes)
+
+
+def _attack_notebooks():
+    for table in (ATTACKS, DETERMINED):
+        for name, (topic, grade_id, code, _) in table.items():
+            yield name, _with_answer(topic, grade_id, code)[0]
+    for name, (code, _) in HABITS.items():
+        yield name, _with_habit(code).cells
+    for name, code in HANDED_OVER.items():
+        yield name, _with_answer("08_masking_transformer", "masking_transformer_masked_softmax", code)[0]
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.parent.name)
+def test_one_reader_per_notebook_reads_every_solution_as_a_fresh_reading_does(path):
+    readings = _readings_once_and_afresh(nbformat.read(path, 4).cells)
+    assert len(readings) >= 4
+    assert [r[:2] for r in readings if not _same(r[2:])] == []
+
+
+def test_one_reader_per_notebook_reads_every_attack_as_a_fresh_reading_does():
+    compared, found = 0, 0
+    for name, cells in _attack_notebooks():
+        for index, grade_id, shared, fresh in _readings_once_and_afresh(cells):
+            assert _same((shared, fresh)), (name, index, grade_id, shared, fresh)
+            compared, found = compared + 1, found + bool(shared[0])
+    assert compared > 100 and found >= len(ATTACKS) + len(DETERMINED) - 1  # the attacks are there
+
+
+def test_the_reader_rereads_a_cell_whose_source_or_outcome_changed():
+    """The shared reader keeps what it read of each cell: a cell changed since (its source, or
+    whether it raised) is read again, so each test cell sees the cells as they are."""
+    nb = _notebook("05_self_attention")
+    index, exercise = next((i, e) for i, e in _test_cells(nb) if e.grade_id == "self_attention_softmax")
+    answer = next(i for i in range(index, -1, -1) if "def softmax" in nb.cells[i].source)
+    reader = routes.NotebookReader(nb.cells)
+    assert reader.finding(index, exercise.function_name, exercise.forbidden) is None
+    original = nb.cells[answer].source
+    nb.cells[answer].source = "from scipy.special import softmax\n" + original  # replaced by the def: honest
+    assert reader.finding(index, exercise.function_name, exercise.forbidden) is None
+    nb.cells[answer].source = original + "\nfrom scipy.special import softmax\n"
+    assert "scipy.special.softmax" in reader.finding(index, exercise.function_name, exercise.forbidden)
+    # the def raised after the import: the scratch import is still what `softmax` may be
+    nb.cells[answer].source = "from scipy.special import softmax\n" + original
+    nb.cells[answer].outputs = [nbformat.v4.new_output("error", ename="ValueError", evalue="x", traceback=[])]
+    assert "scipy.special.softmax" in reader.finding(index, exercise.function_name, exercise.forbidden)

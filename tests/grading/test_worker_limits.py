@@ -70,14 +70,14 @@ def test_probe_messages_beyond_what_the_cells_checks_need_are_not_kept():
         for _ in range(4):
             ex.output(cell.outputs, _probe_msg(8 * 10**6), None, index)
         assert cell.outputs == []
-    assert list(ex._probe) == [39]
-    kept = ex._probe[39]
+    assert list(ex._probes.kept) == [39]
+    kept = ex._probes.kept[39]
     assert len(kept) == 2 and len(kept[0]["records"]) == 8 * 10**6 and kept[1]["records"] == ""
-    assert sum(len(m["records"]) for ms in ex._probe.values() for m in ms) <= execute.PROBE_BYTES
+    assert sum(len(m["records"]) for ms in ex._probes.kept.values() for m in ms) <= execute.PROBE_BYTES
     # Other exercises' and other topics' records are not kept at all.
     ex.output([], _probe_msg(10**6, grade_id="other"), None, 39)
     ex.output([], _probe_msg(10**6, topic="other"), None, 39)
-    assert len(ex._probe[39]) == 2
+    assert len(ex._probes.kept[39]) == 2
 
 
 def test_the_workers_memory_limit_is_set_from_the_kernels(monkeypatch):
