@@ -13,6 +13,7 @@ import glob
 import html
 import json
 import os
+import re
 
 from . import headings, ipython_hooks
 
@@ -100,13 +101,19 @@ class Summary:
         cell = "text-align:left;vertical-align:top"
         rows = "".join(
             f"<tr><td style='{cell};color:{colour.get(status, '#000')};font-weight:bold;white-space:nowrap'>"
-            f"{e(status)}</td><td style='{cell}'>{e(title)}</td>"
+            f"{e(status)}</td><td style='{cell}'>{_with_code(title)}</td>"
             f"<td style='{cell};white-space:pre-wrap'>{e(message)}</td></tr>"
             for title, _, status, message in self.rows)
         note = f"<p>{e(self.note)}</p>" if self.note else ""
         head = "".join(f"<th style='{cell}'>{e(name)}</th>" for name in ("status", "exercise", "what the test said"))
         return (f"<p><b>{e(self.headline())}</b></p><table><tr>{head}</tr>{rows}</table>{note}"
                 if self.rows else note)
+
+
+def _with_code(text):
+    """A heading's words as HTML, escaped, with its `code` spans as code (as the heading above
+    the exercise shows them, not as raw backticks)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def show(path=None):

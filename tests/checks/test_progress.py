@@ -160,3 +160,12 @@ def test_the_table_reads_from_the_left(shell, tmp_path):
     page = progress.summary(str(path))._repr_html_()
     cells_html = re.findall(r"<t[hd]( style='[^']*')?>", page)
     assert cells_html and all("text-align:left" in style for style in cells_html), page
+
+
+def test_code_in_a_title_shows_as_code_and_stays_escaped():
+    """`causal_conv1d` in a heading reads as code in the table, not as raw backticks; whatever
+    the backticks hold is still escaped."""
+    summary = progress.Summary([("Exercise 1 · `causal_conv1d` and `<b>` (2 points)", 2, "passes", "")])
+    page = summary._repr_html_()
+    assert "<code>causal_conv1d</code>" in page and "<code>&lt;b&gt;</code>" in page
+    assert "`" not in page and "<b>`" not in page
