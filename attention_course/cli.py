@@ -40,8 +40,8 @@ def init(folder, student=None, prefix=sys.prefix, out=print):
     if not any(release.glob("*/*.ipynb")):
         raise UsageError(f"no notebooks found in {release}: reinstall the course's wheel")
     try:
+        saved_id = workspace.remember_student(folder, student)  # first: a refused id copies nothing
         copied, changed = workspace.seed(release, folder)
-        saved_id = workspace.remember_student(folder, student)
     except ValueError as error:  # an id that cannot be one: questions.set_student_id says why
         raise UsageError(str(error)) from None
     except OSError as error:

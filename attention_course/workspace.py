@@ -36,5 +36,11 @@ def remember_student(workspace, student):
         return None
     from course_utils.grading import questions
     workspace = pathlib.Path(workspace)
+    created = not workspace.exists()
     workspace.mkdir(parents=True, exist_ok=True)
-    return questions.set_student_id(student, folder=workspace)
+    try:
+        return questions.set_student_id(student, folder=workspace)
+    except ValueError:
+        if created:  # a refused id leaves no trace
+            workspace.rmdir()
+        raise
