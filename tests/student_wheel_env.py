@@ -53,6 +53,7 @@ def make_venv(folder, wheel):
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, env=clean_env())
     venv = FreshVenv(folder)
-    venv.run("python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+    # --no-compile: pip would byte-compile all of torch (half the time); a kernel compiles what it imports.
+    venv.run("python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
              "-c", str(ROOT / "constraints.txt"), str(wheel), cwd=folder, timeout=1800)
     return venv, time.monotonic() - started
