@@ -7,9 +7,6 @@ printed (`-s`) and recorded in the test report's durations.
 """
 import json
 import os
-import pathlib
-import re
-import sys
 import time
 
 import nbformat
