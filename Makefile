@@ -103,6 +103,7 @@ grade: $(READY)
 bench: $(READY)
 	$(BIN)/python bench/run.py
 
+# The zip and, beside it, the student wheel (pip install it; attention-course init DIR).
 bundle: $(READY)
 	$(BIN)/python scripts/bundle.py dist/student-bundle.zip
 

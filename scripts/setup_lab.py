@@ -14,46 +14,33 @@
 
 `make setup` and `make lab` run it; a hub image or a conda environment runs it once with the
 environment's Python: `<env>/bin/python scripts/setup_lab.py`. The student bundle's Makefile
-copies the same two files.
+copies the same two files. The writing itself lives in attention_course/jupyter_setup.py, which the
+pip-installed course's `attention-course init` uses too.
 
 usage: python scripts/setup_lab.py [--prefix PREFIX]     (default: this Python's sys.prefix)
 """
 import argparse
 import json
 import pathlib
-import re
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent / "student_lab"
+sys.path.insert(0, str(HERE.parents[1]))  # run as a script: the course's packages sit beside scripts/
+
+from attention_course import jupyter_setup  # noqa: E402  (shared with `attention-course init`)
+from attention_course.jupyter_setup import BEGIN, END  # noqa: E402,F401  (the block's markers)
+
 OVERRIDES = json.loads((HERE / "overrides.json").read_text())
 VALIDATE_HOOK = (HERE / "nbgrader_config.py").read_text()
-BEGIN = "# >>> attention course: Validate (scripts/setup_lab.py rewrites this block) >>>"
-END = "# <<< attention course: Validate <<<"
-BLOCK = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.DOTALL)
 
 
 def lab_settings(prefix):
-    target = pathlib.Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    current = json.loads(target.read_text()) if target.exists() else {}
-    current.update(OVERRIDES)
-    target.write_text(json.dumps(current, indent=2) + "\n")
-    return target
+    return jupyter_setup.lab_settings(prefix, OVERRIDES)
 
 
 def nbgrader_config(prefix):
     """Write (or replace) the course's block in <prefix>/etc/jupyter/nbgrader_config.py."""
-    target = pathlib.Path(prefix) / "etc" / "jupyter" / "nbgrader_config.py"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    block = f"{BEGIN}\n{VALIDATE_HOOK.rstrip()}\n{END}\n"
-    current = target.read_text() if target.exists() else ""
-    if BLOCK.search(current):
-        updated = BLOCK.sub(lambda _: block, current, count=1)
-    else:
-        updated = current + ("\n" if current and not current.endswith("\n") else "") + ("\n" if current else "") + block
-    if updated != current:
-        target.write_text(updated)
-    return target
+    return jupyter_setup.validate_hook(prefix, VALIDATE_HOOK)
 
 
 def main(argv=None):

@@ -5,43 +5,19 @@ done there can be overwritten, or worse, shipped to other students. `make lab` o
 `workspace/` instead. This script copies into it every released notebook the student does not
 have yet and never overwrites one they have: a new notebook the instructor releases later
 appears on the next `make lab`; a changed one is named, and the student's copy is kept.
-`workspace/` is ignored by git.
+`workspace/` is ignored by git. The copying itself lives in attention_course/workspace.py, which
+the pip-installed course's `attention-course init` uses too.
 
 usage: [STUDENT=<id>] python scripts/workspace.py [RELEASE_DIR] [WORKSPACE_DIR]
 """
 import os
 import pathlib
-import shutil
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script: the course's packages sit beside scripts/
 
-
-def seed(release=ROOT / "notebooks", workspace=ROOT / "workspace"):
-    """Copy what is missing; returns (copied, kept_but_changed_in_release) relative paths."""
-    release, workspace = pathlib.Path(release), pathlib.Path(workspace)
-    copied, changed = [], []
-    for source in sorted(p for p in release.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
-        relative = source.relative_to(release)
-        target = workspace / relative
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
-            copied.append(relative)
-        elif source.stat().st_mtime > target.stat().st_mtime and source.read_bytes() != target.read_bytes():
-            changed.append(relative)
-    return copied, changed
-
-
-def remember_student(workspace, student):
-    """Write workspace/student_id.txt (`make lab STUDENT=jdoe`): the notebooks read it for your
-    own think-first numbers (course_utils/grading/questions.py). An empty STUDENT changes nothing."""
-    student = (student or "").strip()
-    if not student:
-        return None
-    from course_utils.grading import questions
-    workspace.mkdir(parents=True, exist_ok=True)
-    return questions.set_student_id(student, folder=workspace)
+from attention_course.workspace import remember_student, seed  # noqa: E402  (shared with `attention-course init`)
 
 
 def main(argv):

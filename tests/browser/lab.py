@@ -52,9 +52,10 @@ def fill_answers(release_path, solution_path, target_path):
 
 
 @contextlib.contextmanager
-def jupyterlab(root, workdir, env=None):
+def jupyterlab(root, workdir, env=None, python=sys.executable, app="jupyterlab"):
     """Start JupyterLab from this environment on a free loopback port; yield its base URL.
-    `env` is added to the server's environment, which its kernels inherit."""
+    `env` is added to the server's environment, which its kernels inherit. `python` and `app`
+    start another environment's server, or Notebook 7 (app="notebook"), instead."""
     workdir = pathlib.Path(workdir)
     settings = workdir / "lab-user-settings"
     for name, value in LAB_SETTINGS.items():
@@ -67,7 +68,7 @@ def jupyterlab(root, workdir, env=None):
                JUPYTERLAB_WORKSPACES_DIR=str(workdir / "lab-workspaces"), **SHORT_RUN_ENV, **(env or {}))
     log = open(workdir / "jupyterlab.log", "w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
+        [str(python), "-m", app, "--no-browser", f"--ServerApp.port={port}",
          "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
          f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"]
         + (["--allow-root"] if os.geteuid() == 0 else []),
@@ -78,7 +79,7 @@ def jupyterlab(root, workdir, env=None):
         deadline = time.monotonic() + 120
         while True:
             if server.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited: {(workdir / 'jupyterlab.log').read_text()[-2000:]}")
+                raise RuntimeError(f"{app} exited: {(workdir / 'jupyterlab.log').read_text()[-2000:]}")
             try:
                 urllib.request.urlopen(f"{url}/api/status", timeout=2)
                 break
