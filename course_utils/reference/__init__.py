@@ -1,7 +1,7 @@
 """Ground truth of the course: instructor side only.
 
-Every name that tests and outside checks rely on (DESIGN.md, "Names that outside checks rely
-on") is importable from here. Hidden tests use it through the mistake catalogues in
+Every name that tests and outside checks rely on (docs/design.md, "Names other checks call") is
+importable from here. Hidden tests use it through the mistake catalogues in
 `course_utils.reference.mistakes`; the student bundle leaves this package out, and visible tests
 and demos never import it.
 """
