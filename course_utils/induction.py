@@ -35,7 +35,8 @@ from torch import nn
 from course_utils.stacked import Stack, adam_step
 
 __all__ = ["Config", "RepeatedTokens", "repeated_tokens", "repeat_of", "AttentionOnlyTransformer",
-           "Trace", "TrainingRun", "train_seeds", "phase_change_step", "FORBIDDEN"]
+           "Trace", "TrainingRun", "train_seeds", "held_out", "example_sequence",
+           "phase_change_level", "phase_change_step", "FORBIDDEN"]
 
 # What would answer the notebook's exercises if a student called it: off limits in their hidden tests.
 FORBIDDEN = (
@@ -49,15 +50,16 @@ class Config:
     """Everything a run depends on. The defaults are the notebook's configuration (chosen and
     measured in bench/topic_induction_heads.py)."""
     vocab: int = 32
-    seq_len: int = 32
-    min_span: int = 6
+    seq_len: int = 24
+    min_span: int = 8
     max_span: int = 12
     d_model: int = 32
     num_heads: int = 2
     num_layers: int = 2
-    steps: int = 600
+    steps: int = 500
     batch_size: int = 32
-    lr: float = 3e-3
+    lr: float = 1e-2
+    betas: tuple = (0.9, 0.999)
     eval_every: int = 10
     eval_size: int = 128
 
@@ -146,8 +148,10 @@ class CausalHeads(nn.Module):
         self.W_V = nn.Linear(d_model, d_model, bias=False)
         self.W_O = nn.Linear(d_model, d_model, bias=False)
 
-    def forward(self, x, attend=_attend):
-        """Shape of x: (B, T, d). Returns (patterns (B, H, T, T), head_outputs (B, H, T, d))."""
+    def forward(self, x, attend=_attend, head_mask=None, per_head=False):
+        """Shape of x: (B, T, d); head_mask (optional): (H,), each head's output scaled by its entry.
+        Returns (output (B, T, d), patterns (B, H, T, T), head_outputs (B, H, T, d) or None): the
+        heads' outputs one by one only if `per_head` (training needs only their sum)."""
         T = x.shape[-2]
 
         def heads(t):  # (B, T, d) -> (B, H, T, d_k)
@@ -155,8 +159,14 @@ class CausalHeads(nn.Module):
 
         mask = torch.ones(T, T, dtype=torch.bool).tril()
         z, patterns = attend(heads(self.W_Q(x)), heads(self.W_K(x)), heads(self.W_V(x)), mask)
-        per_head_W_O = self.W_O.weight.unflatten(-1, (self.num_heads, self.head_dim))  # (d, H, d_k)
-        return patterns, torch.einsum("...htk,dhk->...htd", z, per_head_W_O)
+        if head_mask is not None:  # scaling what a head reads out scales what it writes: W_O is linear
+            z = z * head_mask[:, None, None].to(z.dtype)
+        output = self.W_O(z.transpose(-3, -2).flatten(-2))
+        head_outputs = None
+        if per_head:  # head h writes z_h W_O[:, h d_k:(h + 1) d_k]^T; the sum over h is `output`
+            per_head_W_O = self.W_O.weight.unflatten(-1, (self.num_heads, self.head_dim))  # (d, H, d_k)
+            head_outputs = torch.einsum("...htk,dhk->...htd", z, per_head_W_O)
+        return output, patterns, head_outputs
 
 
 class AttentionOnlyTransformer(nn.Module):
@@ -184,17 +194,19 @@ class AttentionOnlyTransformer(nn.Module):
         x = self.embed(tokens) + self.position(torch.arange(tokens.shape[-1]))
         patterns, head_outputs = [], []
         for i, layer in enumerate(self.layers):
-            pattern, out = layer(x, self.attend or _attend)
-            if head_mask is not None:
-                out = out * head_mask[i][:, None, None].to(out.dtype)
-            x = x + out.sum(dim=-3)
+            out, pattern, per_head = layer(x, self.attend or _attend, None if head_mask is None else head_mask[i],
+                                           per_head=True)
+            x = x + out
             patterns.append(pattern)
-            head_outputs.append(out)
+            head_outputs.append(per_head)
         return Trace(self.unembed(x), patterns, head_outputs)
 
     def forward(self, tokens, head_mask=None):
         """Shape of tokens: (B, T). Returns the logits of the next token, (B, T, V)."""
-        return self.trace(tokens, head_mask).logits
+        x = self.embed(tokens) + self.position(torch.arange(tokens.shape[-1]))
+        for i, layer in enumerate(self.layers):
+            x = x + layer(x, self.attend or _attend, None if head_mask is None else head_mask[i])[0]
+        return self.unembed(x)
 
 
 # --------------------------------------------------------------------------- training several seeds
@@ -276,10 +288,16 @@ def train_seeds(config=Config(), seeds=(0, 1, 2), num_layers=None, attend=None):
         tokens = torch.stack([repeated_tokens(config.batch_size, config, g).tokens for g in generators])
         losses = _next_token_losses(stack(tokens), tokens)  # (N, B, T - 1)
         losses.mean(dim=(-1, -2)).sum().backward()  # summed over seeds: each its own gradient
-        adam_step(stack.params, state, lr)
+        adam_step(stack.params, state, lr, betas=config.betas)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     return TrainingRun(config, tuple(seeds), models, torch.tensor(steps), torch.stack(first, 1),
                        torch.stack(repeated, 1), example, torch.stack(patterns, 1), cpu, wall)
+
+
+def phase_change_level(config):
+    """Halfway from guessing (ln V, a uniform guess over the vocabulary) to knowing (0): the
+    in-context loss below which a model is said to copy."""
+    return math.log(config.vocab) / 2
 
 
 def phase_change_step(steps, losses, level):
