@@ -16,7 +16,7 @@ per-token loss, the ablation); those live in `course_utils.reference.induction_h
   multi-head attention added to the residual stream (no MLP, no normalisation), an unembedding.
   `trace` returns every head's attention pattern and its output; `head_mask` (layers, heads) of
   0/1 scales each head's output, which is how a head is ablated. `attend` may be the student's
-  own `scaled_dot_product_attention` from notebook 05.
+  own `scaled_dot_product_attention` from notebook 05, once `choose_attention` has checked it.
 * `train_seeds`: N seeds trained at once as one stacked model (`course_utils.stacked`), each
   with its own weights and batches, the loss on the first copy and on the repeated copy of a
   fixed held-out batch recorded as it trains, and the attention patterns on one example.
@@ -35,7 +35,7 @@ from torch import nn
 from course_utils.stacked import Stack, adam_step
 
 __all__ = ["Config", "RepeatedTokens", "repeated_tokens", "repeat_of", "AttentionOnlyTransformer",
-           "Trace", "TrainingRun", "train_seeds", "held_out", "example_sequence",
+           "Trace", "check_attention", "choose_attention", "TrainingRun", "train_seeds", "held_out", "example_sequence",
            "phase_change_level", "phase_change_step", "FORBIDDEN"]
 
 # What would answer the notebook's exercises if a student called it: off limits in their hidden tests.
@@ -119,6 +119,54 @@ def _attend(q, k, v, mask):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
     return weights @ v, weights
+
+
+def _failure(error):
+    """Why calling the student's function failed, in a few words."""
+    if isinstance(error, NotImplementedError):
+        return "is not written yet"
+    text = (str(error).strip().splitlines() or [""])[0]
+    text = text if len(text) <= 90 else text[:87] + "..."
+    return f"raises {type(error).__name__}" + (f": {text}" if text else "")
+
+
+def check_attention(attend):
+    """None if `attend(q, k, v, mask)` (notebook 05's `scaled_dot_product_attention`) returns
+    this module's (output, weights) for a causal mask, on a batch of heads and inside torch.vmap
+    (the seeds train as one stacked model), with finite gradients; else a short reason."""
+    if attend is None:
+        return "has not been run"
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, 2, 2, 6, 4, generator=g) for _ in range(3))
+    mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    expected_out, expected_weights = _attend(q, k, v, mask)
+    try:
+        got = attend(q[0], k[0], v[0], mask)
+        if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)):
+            return "does not return the pair (output, weights)"
+        if got[0].shape != expected_out[0].shape or got[1].shape != expected_weights[0].shape:
+            return "does not return output (..., T, d_v) and weights (..., T, T) for a batch of heads"
+        if not (torch.allclose(got[0], expected_out[0], atol=1e-5) and torch.allclose(got[1], expected_weights[0], atol=1e-5)):
+            return "computes something else than softmax(q k^T / sqrt(d_k)) v with the causal mask"
+        q.requires_grad_(True)
+        out, weights = torch.vmap(lambda q1, k1, v1: attend(q1, k1, v1, mask))(q, k, v)
+        if not (torch.allclose(out, expected_out, atol=1e-5) and torch.allclose(weights, expected_weights, atol=1e-5)):
+            return "computes something else inside torch.vmap"
+        (out.sum() + weights.sum()).backward()
+        if not torch.isfinite(q.grad).all():
+            return "gives gradients that are not finite"
+    except Exception as error:  # the student's code: say what happened, never raise
+        return _failure(error)
+    return None
+
+
+def choose_attention(attend):
+    """(the attention the models will use, one sentence saying which): the student's function
+    where it passes `check_attention`, else this module's own (None)."""
+    reason = check_attention(attend)
+    if reason is None:
+        return attend, "The models attend with YOUR scaled_dot_product_attention."
+    return None, f"The models attend with the course's own attention (your scaled_dot_product_attention {reason})."
 
 
 @dataclasses.dataclass

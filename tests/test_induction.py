@@ -271,3 +271,60 @@ def test_phase_change_step_is_the_first_step_below_the_level():
     assert induction.phase_change_step(steps, losses, 1.8) == 20
     assert induction.phase_change_step(steps, losses, 0.4) is None
     assert induction.phase_change_level(induction.Config(vocab=32)) == pytest.approx(math.log(32) / 2)
+
+
+# --------------------------------------------------------------------------- the student's attention
+
+def _student_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def test_a_correct_attention_is_chosen_and_trains_in_the_stack():
+    calls = []
+
+    def counted(q, k, v, mask=None):
+        calls.append(q.shape)
+        return _student_attention(q, k, v, mask)
+
+    attend, sentence = induction.choose_attention(counted)
+    assert attend is counted and "YOUR" in sentence
+    calls.clear()
+    run = induction.train_seeds(SMALL.replace(steps=4), seeds=(0, 1), attend=attend)
+    assert len(calls) >= 2 * 4  # two layers, every training step
+    alone = induction.train_seeds(SMALL.replace(steps=4), seeds=(0, 1))
+    torch.testing.assert_close(run.repeated_loss, alone.repeated_loss, atol=1e-5, rtol=1e-5)
+
+
+def _unscaled(q, k, v, mask=None):
+    weights = torch.softmax((q @ k.transpose(-2, -1)).masked_fill(~mask, float("-inf")), dim=-1)
+    return weights @ v, weights
+
+
+def _no_mask(q, k, v, mask=None):
+    return _student_attention(q, k, v)
+
+
+def _not_written(q, k, v, mask=None):
+    raise NotImplementedError
+
+
+def _output_only(q, k, v, mask=None):
+    return _student_attention(q, k, v, mask)[0]
+
+
+def _not_vmappable(q, k, v, mask=None):
+    out, weights = _student_attention(q, k, v, mask)
+    return out, torch.tensor(weights.tolist())  # leaves the tensor world: vmap cannot follow
+
+
+@pytest.mark.parametrize("attend,reason", [
+    (None, "has not been run"), (_not_written, "not written yet"), (_output_only, "pair"),
+    (_unscaled, "something else"), (_no_mask, "something else"), (_not_vmappable, "raises"),
+])
+def test_a_wrong_attention_is_replaced_with_a_reason(attend, reason):
+    chosen, sentence = induction.choose_attention(attend)
+    assert chosen is None and reason in sentence and "course's own" in sentence
