@@ -11,7 +11,7 @@ layers and, the same way, with one layer:
 * the claims the notebook makes, each with its smallest margin over the seeds, and the CPU
   seconds of the training.
 
-`--every-capability` runs the whole measurement again in fresh processes on PyTorch's kernels for
+`--seeds N` measures seeds 0 ... N - 1 instead of five. `--every-capability` runs the whole measurement again in fresh processes on PyTorch's kernels for
 other CPUs (ATEN_CPU_CAPABILITY=default, avx2, and this machine's own) and prints their margins
 side by side: the notebook's claims must hold on every CPU, not only this one.
 """
@@ -47,9 +47,10 @@ def crossing(run, seed_index, level):
     return induction.phase_change_step(run.steps, run.repeated_loss[seed_index], level)
 
 
-def measure(config=CONFIG, seeds=SEEDS):
-    """Train both depths and return every number this script prints, as plain data."""
-    torch.set_num_threads(1)  # the course's models are small; one thread is as fast and repeatable
+def measure(config=CONFIG, seeds=None):
+    """Train both depths (on one thread: `induction.train_seeds`) and return every number this
+    script prints, as plain data."""
+    seeds = SEEDS if seeds is None else seeds
     two = induction.train_seeds(config, seeds, num_layers=2)
     one = induction.train_seeds(config, seeds, num_layers=1)
     level, log_v = induction.phase_change_level(config), torch.log(torch.tensor(float(config.vocab))).item()
@@ -157,7 +158,7 @@ def every_capability():
         env.pop("ATEN_CPU_CAPABILITY", None)
         if capability:
             env["ATEN_CPU_CAPABILITY"] = capability
-        done = subprocess.run([sys.executable, __file__, "--json"], env=env, capture_output=True, text=True)
+        done = subprocess.run([sys.executable, __file__, "--json", "--seeds", str(len(SEEDS))], env=env, capture_output=True, text=True)
         if done.returncode:
             print(f"  {capability or 'native'}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
             continue
@@ -170,6 +171,9 @@ def every_capability():
 
 
 def main(argv):
+    global SEEDS
+    if "--seeds" in argv:  # more seeds than the notebook trains, to see how far the claims carry
+        SEEDS = tuple(range(int(argv[argv.index("--seeds") + 1])))
     if "--json" in argv:
         print(json.dumps(measure()))
     elif "--every-capability" in argv:

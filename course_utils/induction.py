@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.stacked import Stack, adam_step
+from course_utils.training import one_thread
 
 __all__ = ["Config", "RepeatedTokens", "repeated_tokens", "repeat_of", "AttentionOnlyTransformer",
            "Trace", "check_attention", "choose_attention", "TrainingRun", "train_seeds", "held_out", "example_sequence",
@@ -307,9 +308,10 @@ def example_sequence(config, seed=10_001):
     return repeat_of(torch.randint(config.vocab, (1, config.max_span), generator=g))
 
 
+@one_thread()  # tensors this small gain nothing from a second thread; on a busy machine it costs 10x
 def train_seeds(config=Config(), seeds=(0, 1, 2), num_layers=None, attend=None):
     """Train one model per seed (initial weights and batches from that seed), all at once as a
-    stacked model, with Adam at `config.lr`. Returns a `TrainingRun`."""
+    stacked model, with Adam at `config.lr`, on one CPU thread. Returns a `TrainingRun`."""
     models = []
     for seed in seeds:
         torch.manual_seed(seed)
