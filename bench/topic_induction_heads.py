@@ -11,9 +11,10 @@ layers and, the same way, with one layer:
 * the claims the notebook makes, each with its smallest margin over the seeds, and the CPU
   seconds of the training.
 
-`--seeds N` measures seeds 0 ... N - 1 instead of five. `--every-capability` runs the whole measurement again in fresh processes on PyTorch's kernels for
-other CPUs (ATEN_CPU_CAPABILITY=default, avx2, and this machine's own) and prints their margins
-side by side: the notebook's claims must hold on every CPU, not only this one.
+`--seeds N` measures seeds 0 ... N - 1 instead of five. `--every-capability` runs the whole
+measurement again in fresh processes on PyTorch's kernels for other CPUs
+(ATEN_CPU_CAPABILITY=default, avx2, and this machine's own) and prints their margins side by
+side: the notebook's claims must hold on every CPU, not only this one.
 """
 import json
 import os
@@ -158,7 +159,8 @@ def every_capability():
         env.pop("ATEN_CPU_CAPABILITY", None)
         if capability:
             env["ATEN_CPU_CAPABILITY"] = capability
-        done = subprocess.run([sys.executable, __file__, "--json", "--seeds", str(len(SEEDS))], env=env, capture_output=True, text=True)
+        done = subprocess.run([sys.executable, __file__, "--json", "--seeds", str(len(SEEDS))], env=env,
+                              capture_output=True, text=True)
         if done.returncode:
             print(f"  {capability or 'native'}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
             continue

@@ -156,7 +156,8 @@ def check_attention(attend):
             return "does not return the pair (output, weights)"
         if got[0].shape != expected_out[0].shape or got[1].shape != expected_weights[0].shape:
             return "does not return output (..., T, d_v) and weights (..., T, T) for a batch of heads"
-        if not (torch.allclose(got[0], expected_out[0], atol=1e-5) and torch.allclose(got[1], expected_weights[0], atol=1e-5)):
+        if not (torch.allclose(got[0], expected_out[0], atol=1e-5)
+                and torch.allclose(got[1], expected_weights[0], atol=1e-5)):
             return "computes something else than softmax(q k^T / sqrt(d_k)) v with the causal mask"
         q.requires_grad_(True)
         out, weights = torch.vmap(lambda q1, k1, v1: attend(q1, k1, v1, mask))(q, k, v)
