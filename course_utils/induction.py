@@ -36,8 +36,8 @@ from course_utils.stacked import Stack, adam_step
 from course_utils.training import one_thread
 
 __all__ = ["Config", "RepeatedTokens", "repeated_tokens", "repeat_of", "AttentionOnlyTransformer",
-           "Trace", "check_attention", "choose_attention", "TrainingRun", "train_seeds", "held_out", "example_sequence",
-           "phase_change_level", "phase_change_step", "FORBIDDEN"]
+           "Trace", "check_attention", "choose_attention", "TrainingRun", "train_seeds", "held_out",
+           "example_sequence", "phase_change_level", "phase_change_step", "FORBIDDEN"]
 
 # What would answer the notebook's exercises if a student called it: off limits in their hidden tests.
 FORBIDDEN = (
@@ -247,10 +247,13 @@ class AttentionOnlyTransformer(nn.Module):
         return cls(config.vocab, config.seq_len, config.d_model, config.num_heads,
                    config.num_layers if num_layers is None else num_layers, attend)
 
+    def _embed(self, tokens):  # the residual stream before the first layer: token plus position
+        return self.embed(tokens) + self.position(torch.arange(tokens.shape[-1]))
+
     def trace(self, tokens, head_mask=None):
         """Shape of tokens: (B, T) integers; head_mask (optional): (num_layers, H), each head's
         output multiplied by its entry (0 removes the head). Returns a `Trace`."""
-        x = self.embed(tokens) + self.position(torch.arange(tokens.shape[-1]))
+        x = self._embed(tokens)
         patterns, head_outputs = [], []
         for i, layer in enumerate(self.layers):
             out, pattern, per_head = layer(x, self.attend or _attend, None if head_mask is None else head_mask[i],
@@ -262,7 +265,7 @@ class AttentionOnlyTransformer(nn.Module):
 
     def forward(self, tokens, head_mask=None):
         """Shape of tokens: (B, T). Returns the logits of the next token, (B, T, V)."""
-        x = self.embed(tokens) + self.position(torch.arange(tokens.shape[-1]))
+        x = self._embed(tokens)
         for i, layer in enumerate(self.layers):
             x = x + layer(x, self.attend or _attend, None if head_mask is None else head_mask[i])[0]
         return self.unembed(x)
@@ -323,9 +326,10 @@ def train_seeds(config=Config(), seeds=(0, 1, 2), num_layers=None, attend=None):
     """Train one model per seed (initial weights and batches from that seed), all at once as a
     stacked model, with Adam at `config.lr`, on one CPU thread. Returns a `TrainingRun`."""
     models = []
-    for seed in seeds:
-        torch.manual_seed(seed)
-        models.append(AttentionOnlyTransformer.from_config(config, num_layers, attend))
+    with torch.random.fork_rng(devices=[]):  # seeds the weights without touching the caller's random state
+        for seed in seeds:
+            torch.manual_seed(seed)
+            models.append(AttentionOnlyTransformer.from_config(config, num_layers, attend))
     stack = Stack(models)
     generators = [torch.Generator().manual_seed(1000 + seed) for seed in seeds]
     test, example = held_out(config), example_sequence(config)

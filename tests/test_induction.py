@@ -329,3 +329,11 @@ def _not_vmappable(q, k, v, mask=None):
 def test_a_wrong_attention_is_replaced_with_a_reason(attend, reason):
     chosen, sentence = induction.choose_attention(attend)
     assert chosen is None and reason in sentence and "course's own" in sentence
+
+
+def test_training_leaves_the_callers_random_state_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    induction.train_seeds(SMALL.replace(steps=1), seeds=(5,))
+    torch.testing.assert_close(torch.rand(3), expected)
