@@ -71,7 +71,7 @@ class Config:
     lr: float = 1e-2
     betas: tuple = (0.9, 0.999)
     eval_every: int = 10
-    eval_size: int = 128
+    eval_size: int = 64
 
     def replace(self, **changes):
         return dataclasses.replace(self, **changes)
