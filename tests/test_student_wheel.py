@@ -188,12 +188,13 @@ def fresh(wheel, tmp_path_factory):
 
 
 def execute(venv, path, **env):
-    """nbclient's `jupyter execute` from the fresh environment, saving the run into the file:
+    """nbclient from the fresh environment, as `jupyter execute --inplace` (tests/run_notebook.py,
+    which keeps nbclient from waiting forever on a widget cell), saving the run into the file:
     it stops at the first error of a cell not tagged raises-exception."""
     nb = nbformat.read(path, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(WHERE_FROM.format(prefix=str(venv.folder))))
     nbformat.write(nb, path)
-    result = venv.run("jupyter", "execute", "--inplace", "--timeout=600", str(path), cwd=path.parent,
+    result = venv.run("python", str(ROOT / "tests" / "run_notebook.py"), str(path), "600", cwd=path.parent,
                       check=False, env={**SHORT_RUN_ENV, **env})
     return result, nbformat.read(path, as_version=4)
 
