@@ -17,6 +17,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 import grading_helpers as H
 from autograder import feedback_page, redact, sanitize
+from real_class import REAL_CLASS_TIMEOUT, WRONG_SOFTMAX
 
 LONG = ("the rows of softmax(x) should sum to one along axis -1 (over the keys), but the slice at "
         "(0,) sums to 1.758. They sum to one only when you divide by the sum along the same axis "
@@ -210,38 +211,20 @@ def test_converter_output_is_checked_not_trusted():
     assert href.startswith("<math") and " href" not in href  # the attribute is dropped
 
 
-def _real_feedback(tmp_path_factory):
-    """Grade one real submission on 05 with an axis bug; its feedback page."""
-    reason = H.sandbox_unavailable()
-    if reason:
-        pytest.fail(f"the grading sandbox cannot run here: {reason} (make test-tools sets it up)")
-    root = tmp_path_factory.mktemp("feedback_page")
-    a, nb_name = "05_self_attention", "self_attention.ipynb"
-    course = H.make_course(root / "course", source=H.REPO / "solutions", assignments=[a])
-    nb = H.honest(course, a, nb_name)
-    H.cell(nb, "self_attention_softmax").source = (
-        "import numpy as np\n"
-        "def softmax(x, axis=-1):\n"
-        "    x = np.asarray(x, dtype=float)\n"
-        "    e = np.exp(x - x.max(axis=axis, keepdims=True))\n"
-        "    return e / e.sum()  # the whole array, not the axis\n")
-    H.write_student(root / "subs", "axis_bug", a, nb_name, nb)
-    proc = H.grade(root / "subs", root / "out", course, "--jobs", "1", "--timeout", "120", "--wall", "600")
-    page = root / "out" / "feedback" / "axis_bug" / a / "self_attention.html"
-    assert page.exists(), (proc.stdout[-2000:], proc.stderr[-2000:])
-    return page
-
-
 @pytest.mark.slow
 @pytest.mark.browser
-def test_real_feedback_page_reads_in_chromium(tmp_path_factory):
+@pytest.mark.timeout(REAL_CLASS_TIMEOUT)  # the first test to ask for the shared class grades it
+def test_real_feedback_page_reads_in_chromium(real_class_graded):
     """A graded submission's page at 1280 px: no message is cut, no TeX is left in the prose,
-    and the summary is at the top with the diagnosis."""
+    and the summary is at the top with the diagnosis. The submission is the shared real class's
+    student on 05 whose softmax divides by the whole array's sum (real_class.WRONG_SOFTMAX): no
+    batch of its own."""
     from playwright.sync_api import sync_playwright
     from tests.browser.lab import CHROMIUM, CHROMIUM_FLAGS
     if not pathlib.Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing (make test-tools installs it)")
-    page_path = _real_feedback(tmp_path_factory)
+    page_path = real_class_graded["out"] / "feedback" / WRONG_SOFTMAX / "05_self_attention" / "self_attention.html"
+    assert page_path.exists(), H.problems(real_class_graded["out"], WRONG_SOFTMAX)
     # the same page with a diagnosis longer than the window, as a failing check may write
     long_path = page_path.with_name("long.html")
     text = page_path.read_text()
