@@ -73,3 +73,35 @@ def read_cells(path):
                 ExerciseCells(path, answer_id, by_id[answer_id].source, cell.source, meta["points"])
             )
     return NotebookCells(path, setup, exercises)
+
+
+def cell_kind(cell):
+    """'test' (a locked test cell), 'answer' (a student's cell) or 'demo' (anything else)."""
+    meta = cell.metadata.get("nbgrader", {})
+    if meta.get("grade") and not meta.get("solution"):
+        return "test"
+    return "answer" if meta.get("solution") else "demo"
+
+
+def check_untouched_run(nb):
+    """What Run All must give on an untouched release, read from the saved run: every code cell
+    ran; no demo raised; an answer raised only its own NotImplementedError; every test cell failed
+    once, with a GradingError or NotImplementedError saying the exercise is not answered yet; the
+    last cell's summary says none passes. Returns (code cells, test cells, the summary's text)."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "Run All stopped before the last cell"
+    tests = [c for c in code if cell_kind(c) == "test"]
+    for cell in code:
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        if cell_kind(cell) == "demo":
+            assert not errors, f"a demo cell failed on the untouched release: {errors[0].ename}: {errors[0].evalue}"
+        elif cell_kind(cell) == "answer":
+            assert not errors or (errors[0].ename == "NotImplementedError" and "raise NotImplementedError" in cell.source)
+        else:
+            assert len(errors) == 1, f"an unanswered exercise's test must fail: {cell.metadata['nbgrader']['grade_id']}"
+            shown = "\n".join(errors[0].traceback)
+            assert errors[0].ename in ("GradingError", "NotImplementedError"), (errors[0].ename, shown)
+            assert "not answered yet" in shown, shown
+    summary = "".join(o.get("data", {}).get("text/plain", "") for o in code[-1].outputs)
+    assert f"0 of {len(tests)} exercises pass" in summary, summary
+    return code, tests, summary

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 
 from tests.browser.lab import STEP_TIMEOUT_MS, Notebook, jupyterlab, prepare_root
+from tests.notebook_cells import check_untouched_run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 STUDENT_LAB = ROOT / "scripts" / "student_lab"
@@ -47,15 +48,6 @@ def saved(notebook, path, previous_mtime):
             notebook.page.wait_for_timeout(200)
 
 
-def _kind(cell):
-    meta = cell.metadata.get("nbgrader", {})
-    if meta.get("grade") and not meta.get("solution"):
-        return "test"
-    if meta.get("solution"):
-        return "answer"
-    return "demo"
-
-
 @pytest.mark.parametrize("path", RELEASED)
 def test_restart_and_run_all_reaches_the_last_cell(page, student_lab, path):
     url, root = student_lab
@@ -65,25 +57,10 @@ def test_restart_and_run_all_reaches_the_last_cell(page, student_lab, path):
     restart_and_run_all(notebook)
     nb = saved(notebook, file, before)
 
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    assert all(c.execution_count for c in code), "Run All stopped before the last cell"
-    tests = [c for c in code if _kind(c) == "test"]
-    for cell in code:
-        errors = [o for o in cell.outputs if o.output_type == "error"]
-        if _kind(cell) == "demo":
-            assert not errors, f"a demo cell failed on the untouched release: {errors[0].ename}: {errors[0].evalue}"
-        elif _kind(cell) == "answer":
-            assert not errors or (errors[0].ename == "NotImplementedError" and "raise NotImplementedError" in cell.source)
-        else:
-            assert len(errors) == 1, f"an unanswered exercise's test must fail: {cell.metadata['nbgrader']['grade_id']}"
-            error = errors[0]
-            shown = "\n".join(error.traceback)  # what JupyterLab shows: one line, one sentence
-            assert error.ename in ("GradingError", "NotImplementedError"), (error.ename, shown)
-            assert len(error.traceback) == 1 and "\n" not in shown.strip(), shown
-            assert "not answered yet" in shown, shown
-
-    summary = "".join(o.get("data", {}).get("text/plain", "") for o in code[-1].outputs)
-    assert f"0 of {len(tests)} exercises pass" in summary, summary
+    code, tests, summary = check_untouched_run(nb)
+    for cell in tests:  # what JupyterLab shows of each: one line, one sentence
+        error = next(o for o in cell.outputs if o.output_type == "error")
+        assert len(error.traceback) == 1 and "\n" not in error.traceback[0].strip(), error.traceback
     assert summary.count("fails") == len(tests), summary
     # The page shows the summary at the end, where Run All leaves the student.
     assert f"0 of {len(tests)} exercises pass" in notebook.code_cell(len(code) - 1).inner_text()

@@ -153,11 +153,7 @@ def seen_sentences(grade_id):
     return seen
 
 
-@pytest.fixture(autouse=True)
-def _no_id(monkeypatch, tmp_path):
-    for variable in ("COURSE_STUDENT_ID", "JUPYTERHUB_USER"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("no_student_id")  # tests/checks/conftest.py
 
 
 def test_every_value_question_is_covered():

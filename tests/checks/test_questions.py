@@ -14,11 +14,7 @@ from course_utils.reference.mistakes import registry
 QUESTIONS = sorted(questions.VARIANTS)
 
 
-@pytest.fixture(autouse=True)
-def _no_id(monkeypatch, tmp_path):
-    for variable in ("COURSE_STUDENT_ID", "JUPYTERHUB_USER"):
-        monkeypatch.delenv(variable, raising=False)
-    monkeypatch.chdir(tmp_path)
+pytestmark = pytest.mark.usefixtures("no_student_id")  # tests/checks/conftest.py
 
 
 def test_at_least_the_converted_questions_vary():
