@@ -214,7 +214,7 @@ def test_converter_output_is_checked_not_trusted():
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.timeout(REAL_CLASS_TIMEOUT)  # the first test to ask for the shared class grades it
-def test_real_feedback_page_reads_in_chromium(real_class_graded):
+def test_real_feedback_page_reads_in_chromium(real_class_graded, tmp_path):
     """A graded submission's page at 1280 px: no message is cut, no TeX is left in the prose,
     and the summary is at the top with the diagnosis. The submission is the shared real class's
     student on 05 whose softmax divides by the whole array's sum (real_class.WRONG_SOFTMAX): no
@@ -226,7 +226,8 @@ def test_real_feedback_page_reads_in_chromium(real_class_graded):
     page_path = real_class_graded["out"] / "feedback" / WRONG_SOFTMAX / "05_self_attention" / "self_attention.html"
     assert page_path.exists(), H.problems(real_class_graded["out"], WRONG_SOFTMAX)
     # the same page with a diagnosis longer than the window, as a failing check may write
-    long_path = page_path.with_name("long.html")
+    # (beside the test's own files: the shared class's feedback folder is read by other tests)
+    long_path = tmp_path / "long.html"
     text = page_path.read_text()
     assert "GradingError: " in text
     long_path.write_text(text.replace("GradingError: ", "GradingError: " + LONG + " ", 1))
