@@ -34,7 +34,17 @@ def run_all_and_wait(page):
     toolbar has no status bar to read): so Run All is chosen again until a cell shows it is queued
     or running. The first start imports PyTorch afresh: a minute or more on a busy machine."""
     deadline = time.monotonic() + RUN_TIMEOUT_MS / 1000
+    dialogs = []
     while True:
+        # A Run All chosen before the page's session has its kernel can open a dialog (which kernel to
+        # use, say) that stops every later click: take its default answer, as a student would.
+        if page.locator(".jp-Dialog").count():
+            dialogs.append(page.locator(".jp-Dialog").first.inner_text()[:200])
+            if page.locator(".jp-Dialog .jp-mod-accept").count():
+                page.locator(".jp-Dialog .jp-mod-accept").first.click()
+            else:
+                page.keyboard.press("Escape")
+            page.wait_for_timeout(500)
         page.click(".lm-MenuBar-itemLabel:text-is('Run')")
         page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
         try:
@@ -43,7 +53,7 @@ def run_all_and_wait(page):
                           .some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))""", timeout=10_000)
             break
         except PlaywrightTimeout:
-            assert time.monotonic() < deadline, "Run All never started: the kernel did not connect"
+            assert time.monotonic() < deadline, f"Run All never started: the kernel did not connect (dialogs: {dialogs})"
     page.wait_for_function(
         """() => {
             const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')];
