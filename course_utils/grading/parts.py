@@ -11,6 +11,7 @@ where it was made. The pairs (later exercise <- the pieces its prompt tells it t
     07 MultiHeadAttention <- split_heads, merge_heads
     09 patch_embedding    <- patchify
     09 vit_forward        <- patchify, patch_embedding, prepend_class_token
+    14 ablated_loss       <- per_token_loss
 
 The pieces are public library code (SciPy, PyTorch), never the course's reference. Each earlier
 exercise forbids the piece that would answer it (its catalogue lists
@@ -69,9 +70,17 @@ def prepend_class_token(tokens, cls_token):
     return torch.cat([cls_token.expand(tokens.shape[0], -1, -1), tokens], dim=1)
 
 
+def per_token_loss(logits, tokens):
+    """Exercise 14.3: the cross-entropy of each next token, (..., T, V) and (..., T) -> (..., T - 1):
+    PyTorch's cross_entropy, unreduced, on the logits at t and the token at t + 1."""
+    targets = tokens[..., 1:]
+    losses = F.cross_entropy(logits[..., :-1, :].reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
+    return losses.view(targets.shape)
+
+
 PIECES = {"softmax": softmax, "rnn_step": rnn_step, "split_heads": split_heads,
           "merge_heads": merge_heads, "patchify": patchify, "patch_embedding": patch_embedding,
-          "prepend_class_token": prepend_class_token}
+          "prepend_class_token": prepend_class_token, "per_token_loss": per_token_loss}
 
 
 _GENUINE = frozenset(id(piece) for piece in PIECES.values())
@@ -153,6 +162,7 @@ def _examples():
         "patch_embedding": (images, torch.randn(5, 12, generator=g, dtype=torch.float64),
                             torch.randn(5, generator=g, dtype=torch.float64), 2),
         "prepend_class_token": (torch.randn(2, 3, 4, generator=g), torch.randn(1, 1, 4, generator=g)),
+        "per_token_loss": (torch.randn(2, 5, 7, generator=g), torch.randint(7, (2, 5), generator=g)),
     }
 
 

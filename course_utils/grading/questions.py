@@ -45,6 +45,8 @@ VARIANTS = {
     "llm_attention_cache_guess": [{"layers": l, "q_heads": q, "kv_heads": kv, "T": t} for l, q, kv, t in (
         (32, 32, 8, 32768), (32, 32, 4, 32768), (40, 40, 8, 32768), (28, 28, 4, 65536), (24, 32, 8, 16384),
         (32, 32, 8, 131072), (36, 36, 6, 32768), (16, 16, 2, 65536))],
+    "induction_heads_position_guess": [{"span": s, "query": t} for s, t in (
+        (12, 17), (10, 14), (9, 16), (11, 19), (14, 24), (8, 10), (16, 27), (7, 13))],
 }
 
 # How each variant reads in the notebook: grade_id -> a function of the numbers.
@@ -64,6 +66,9 @@ _WORDS = {
         f"d_model = {d_model}, dimensions {2 * i} and {2 * i + 1}, the pair i = {i}"),
     "bahdanau_attention_weights_count": lambda source, target: (
         f"the date \"{source}\", {len(source)} characters long, written as \"{target}\""),
+    "induction_heads_position_guess": lambda span, query: (
+        f"a span of L = {span} random tokens followed by the same {span} tokens (positions 0 to {2 * span - 1}), "
+        f"the query at position t = {query}"),
 }
 
 
