@@ -6,7 +6,13 @@ pip installs with `-c constraints.txt`, as `make setup` does, so every distribut
 version (torch exactly 2.13.0), from this machine's pip configuration and cache: no network.
 Nothing of the clone is reachable from it: no editable install, no PYTHONPATH, and every command
 runs with its working directory outside the clone.
+
+`shared_wheel_and_venv` builds the wheel and the environment once per test session, whichever of
+the two modules asks first, on whichever xdist worker: the bundle (a fresh nbgrader release of
+every assignment) and the venv cost about 80 CPU-seconds, once instead of twice. The modules only
+read the environment; each `attention-course init`s its own folder.
 """
+import json
 import os
 import pathlib
 import subprocess
@@ -57,3 +63,24 @@ def make_venv(folder, wheel):
     venv.run("python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
              "-c", str(ROOT / "constraints.txt"), str(wheel), cwd=folder, timeout=1800)
     return venv, time.monotonic() - started
+
+
+def shared_wheel_and_venv(tmp_path_factory):
+    """(wheel, FreshVenv, seconds the venv took), built once per test session: the first caller
+    builds under a file lock in the session's shared temporary folder, later callers, on this or
+    another xdist worker, wait for it and reuse it."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # each worker has its own basetemp under the session's
+    folder = base / "student-wheel-shared"
+    ready = folder / "ready.json"
+    with FileLock(str(folder) + ".lock", timeout=3600):
+        if not ready.exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            wheel = build_wheel(folder / "dist")
+            venv, seconds = make_venv(folder / "venv", wheel)
+            ready.write_text(json.dumps({"wheel": str(wheel), "seconds": seconds}))
+        built = json.loads(ready.read_text())
+    return pathlib.Path(built["wheel"]), FreshVenv(folder / "venv"), built["seconds"]

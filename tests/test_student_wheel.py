@@ -16,7 +16,7 @@ from attention_course import cli
 from scripts import bundle, student_wheel
 from tests.browser.lab import fill_answers
 from tests.notebook_cells import ROOT, SHORT_RUN_ENV, cell_kind, check_untouched_run
-from tests.student_wheel_env import build_wheel, make_venv
+from tests.student_wheel_env import shared_wheel_and_venv
 
 RELEASED = sorted(p.relative_to(ROOT / "notebooks").as_posix() for p in (ROOT / "notebooks").glob("*/*.ipynb"))
 ANSWERED = "05_self_attention/self_attention.ipynb"
@@ -86,7 +86,7 @@ def test_help_names_the_command_and_its_options(capsys):
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    return build_wheel(tmp_path_factory.mktemp("dist"))
+    return shared_wheel_and_venv(tmp_path_factory)[0]
 
 
 @pytest.mark.slow
@@ -178,8 +178,8 @@ assert importlib.util.find_spec("course_utils.reference") is None, "the answer k
 def fresh(wheel, tmp_path_factory):
     """(the environment, the folder `attention-course init` made), built once for the module."""
     work = tmp_path_factory.mktemp("fresh")
-    venv, seconds = make_venv(work / "venv", wheel)
-    size = sum(p.stat().st_size for p in (work / "venv").rglob("*") if p.is_file()) // 2**20
+    _, venv, seconds = shared_wheel_and_venv(tmp_path_factory)
+    size = sum(p.stat().st_size for p in venv.folder.rglob("*") if p.is_file()) // 2**20
     print(f"\nfresh venv with the student wheel: {seconds:.0f} s to build, {size} MiB")
     started = time.monotonic()
     said = venv.run("attention-course", "init", str(work / "course"), "--student", "jdoe", cwd=work).stdout

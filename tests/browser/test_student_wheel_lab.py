@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.lab import STEP_TIMEOUT_MS, jupyterlab
-from tests.student_wheel_env import build_wheel, clean_env, make_venv
+from tests.student_wheel_env import clean_env, shared_wheel_and_venv
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
@@ -24,7 +24,7 @@ URLS = {"jupyterlab": "/lab/tree/{path}?reset", "notebook": "/notebooks/{path}"}
 @pytest.fixture(scope="module")
 def initialised(tmp_path_factory):
     work = tmp_path_factory.mktemp("wheel-lab")
-    venv, seconds = make_venv(work / "venv", build_wheel(work / "dist"))
+    _, venv, seconds = shared_wheel_and_venv(tmp_path_factory)
     print(f"\nfresh venv with the student wheel: {seconds:.0f} s")
     venv.run("attention-course", "init", str(work / "course"), "--student", "jdoe", cwd=work)
     return venv, work
