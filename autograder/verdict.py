@@ -58,18 +58,18 @@ def key(task, *, isolation, strict, course_utils):
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def _files(folder):
+def source_files(folder):
+    """Every file under folder that is not a cache (__pycache__, .pyc, checkpoints)."""
     return [os.path.join(d, f) for d, dirs, files in os.walk(folder) for f in files
             if "__pycache__" not in d and ".ipynb_checkpoints" not in d and not f.endswith(".pyc")]
 
 
-@functools.lru_cache(maxsize=None)
 def code_key(course_utils):
     """A hash of the code a grading runs besides the packages: this grader's modules and the
     course_utils the tests import (its reference holds the judge's catalogue)."""
     h = hashlib.sha256()
     for folder, only in ((_GRADER, ".py"), (course_utils, "")):
-        for path in sorted(p for p in _files(folder) if p.endswith(only)):
+        for path in sorted(p for p in source_files(folder) if p.endswith(only)):
             h.update(os.path.relpath(path, folder).encode())
             with open(path, "rb") as fh:
                 h.update(hashlib.sha256(fh.read()).digest())
