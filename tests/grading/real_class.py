@@ -291,7 +291,11 @@ def grade_the_class(root):
     _gaming_the_hidden_tests(course, subs)
     _one_mistake(course, subs)
     out = root / "out"
+    # An empty verdict folder of its own, not the session's: this batch is the test that every
+    # solution scores full marks (test_every_assignment), and test_feedback_every_assignment reads
+    # what each solution check left in out/.work/solution_check/, so no verdict may be reused.
     result = H.grade(subs, out, course, "--jobs", "2", "--timeout", "120",
-                     "--gradebook", str(root / "gradebook.db"), timeout=REAL_CLASS_TIMEOUT - 60)
+                     "--gradebook", str(root / "gradebook.db"), "--verdict-cache", str(root / "verdicts"),
+                     timeout=REAL_CLASS_TIMEOUT - 60)
     grades = H.grades(out) if (out / "grades.csv").exists() else {}
     return {"result": result, "out": out, "course": course, "subs": subs, "grades": grades}
