@@ -1,14 +1,15 @@
 """The solution check's verdict is reused only while nothing it depends on changed (issue 44).
 
-The fast tests look at autograder/verdict.py alone: what the key holds, which entries are read
-back, where a verdict may be kept. The slow ones run `python -m autograder grade` on the small
-fixture course, which carries its own copy of course_utils (as the Gradescope zip does) so that
-a test can change it: a full-marks check is kept once (`kept`), then each test copies the course
-and that verdict, changes one thing and looks at what the batch said it did.
+Three layers, cheapest first. autograder/verdict.py alone: what the key holds, which entries are
+read back, where a verdict may be kept. The batch's check_solution on the small fixture course
+(which carries its own copy of course_utils, as the Gradescope zip does, so a test can change
+it), with a stand-in for the grading worker that writes the solution's result and counts how
+often it was asked: when the check runs, what is kept, what is reused. And the real command,
+twice on one folder and once more on a copy, for the sentences an instructor reads and a
+student graded after a reused verdict; that costs one real solution check.
 """
 import json
 import os
-import pathlib
 import shutil
 import sys
 
@@ -16,12 +17,11 @@ import nbformat
 import pytest
 
 import grading_helpers as H
-from autograder import verdict
+from autograder import batch, verdict
 
 A, NB = "00_fixture", "fixture.ipynb"
 CHECKED = f"{A}: grading the solution notebook in the sandbox first"
 REUSED = f"{A}: the solution's verdict from "
-FAILS = "the solution notebook scores 2/5 in the grading sandbox"
 
 
 # -- the key and the entries ------------------------------------------------------------------
@@ -88,114 +88,138 @@ def test_the_option_comes_before_the_environment_before_the_default(monkeypatch)
     assert verdict.chosen_folder("", "/default") == "/default"
 
 
-# -- the batch ---------------------------------------------------------------------------------
+# -- the batch's check_solution, its worker stood in for ------------------------------------------
 
-def _grade(course, out, verdicts, *extra, students=None):
-    """A batch of 00_fixture (no student unless given), its verdicts kept in `verdicts`."""
-    subs = out.parent / (out.name + "-subs")
-    subs.mkdir(exist_ok=True)
-    for name, nb in (students or {}).items():
-        H.write_student(subs, name, A, NB, nb)
-    return H.grade(subs, out, course, "--assignment", A, "--jobs", "1",
-                   *(["--verdict-cache", str(verdicts)] if verdicts else []), *extra)
+class _Worker:
+    """Grades the solution check as a worker would, in name only: writes the shard's result.json
+    with `score` of 5 (and a grader_failure if given) and counts how often it was asked."""
+
+    def __init__(self, score=5, grader_failure=None):
+        self.score, self.grader_failure, self.runs, self.stopped = score, grader_failure, 0, False
+
+    def run(self, task, deadline):
+        self.runs += 1
+        cells = [{"grade_id": "fixture_double_tests", "score": min(self.score, 2), "max_score": 2},
+                 {"grade_id": "fixture_rows_tests", "score": max(self.score - 2, 0), "max_score": 3}]
+        result = {"status": "graded", "cells": cells, "problems": []}
+        if self.grader_failure:
+            result["grader_failure"] = self.grader_failure
+        os.makedirs(task["shard"], exist_ok=True)
+        with open(os.path.join(task["shard"], "result.json"), "w") as fh:
+            json.dump(result, fh)
+        return {"done": task["shard"], "status": "graded"}
 
 
 @pytest.fixture(scope="module")
-def kept(tmp_path_factory):
-    """A course with its own course_utils, and a folder holding its solution's verdict."""
-    reason = H.sandbox_unavailable()
-    if reason:
-        pytest.fail(f"the grading sandbox cannot run here: {reason} (make test-tools sets it up)")
-    root = tmp_path_factory.mktemp("verdict")
-    course = H.make_course(root / "course")
+def course(tmp_path_factory):
+    """The fixture course with its own course_utils (what the kernels would import)."""
+    course = H.make_course(tmp_path_factory.mktemp("verdict") / "course")
     shutil.copytree(H.REPO / "course_utils", course / "course_utils",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    first = _grade(course, root / "out", root / "verdicts")
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert CHECKED in first.stderr and REUSED not in first.stderr
-    assert len(list((root / "verdicts" / A).glob("*.json"))) == 1
-    return course, root / "verdicts"
+    return course
 
 
-def _copy(kept, tmp_path):
-    course, verdicts = kept
-    shutil.copytree(course, tmp_path / "course")
-    shutil.copytree(verdicts, tmp_path / "verdicts")
-    return tmp_path / "course", tmp_path / "verdicts"
+def _check(course, out, verdicts, worker, timeout=60, strict=False):
+    """Batch.check_solution of 00_fixture as `grade` runs it after its setup (Batch.run), with
+    bubblewrap as the isolation and the worker stood in for; GradingRefused as there."""
+    opts = batch.Options(submissions="", out=str(out), course_root=str(course), timeout=timeout,
+                         verdict_cache=str(verdicts), progress=False)
+    job = batch.Batch(opts)
+    job.strict_environment = strict
+    job.sandboxed, job.assignments = "bwrap", batch.course_assignments(job.source_root)
+    job.course_utils = batch._course_utils_dir(job.course_root)
+    job.verdicts = job._verdict_folder()
+    job.sockets = job.kernel_package = str(out / "unused")
+    job.ro_paths = []
+    job.prepared = {A: job.prepare(A)}
+    job.check_solution(A, worker)
 
 
-@pytest.mark.slow
-def test_a_second_batch_reuses_the_verdict_and_still_grades(kept, tmp_path):
-    course, verdicts = _copy(kept, tmp_path)  # another folder: the key does not hold the path
-    r = _grade(course, tmp_path / "out", verdicts, students={"alice": H.honest(course, A, NB)})
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert REUSED in r.stderr and "(nothing it depends on changed)" in r.stderr and CHECKED not in r.stderr
-    assert not (tmp_path / "out" / ".work" / "solution_check").exists()  # no notebook run
-    assert H.grades(tmp_path / "out")[("alice", A)]["score"] == "5"
+def _own(course, tmp_path):
+    copy = tmp_path / "course"
+    shutil.copytree(course, copy)
+    return copy
 
 
-def _change_solution(course):
+def test_a_kept_verdict_is_reused_until_the_solution_changes(course, tmp_path, capfd):
+    course = _own(course, tmp_path)
+    worker = _Worker()
+    _check(course, tmp_path / "out1", tmp_path / "v", worker)
+    assert CHECKED in capfd.readouterr().err
+    _check(course, tmp_path / "out2", tmp_path / "v", worker)  # another batch, the same folder
+    said = capfd.readouterr().err
+    assert worker.runs == 1 and REUSED in said and "(nothing it depends on changed)" in said
     path = course / "solutions" / A / NB
     nb = nbformat.read(path, as_version=4)
     H.cell(nb, "fixture_double").source += "\n# the same answer, written again\n"
     nbformat.write(nb, path)
-    return []
+    _check(course, tmp_path / "out2", tmp_path / "v", worker)
+    assert worker.runs == 2 and CHECKED in capfd.readouterr().err
 
 
-def _change_course_utils(course):
+def test_a_changed_course_utils_file_or_limit_checks_again(course, tmp_path):
+    course = _own(course, tmp_path)
+    worker = _Worker()
+    _check(course, tmp_path / "out", tmp_path / "v", worker)
+    _check(course, tmp_path / "out", tmp_path / "v", worker, timeout=61)
+    assert worker.runs == 2
     with open(course / "course_utils" / "grading" / "__init__.py", "a") as fh:
         fh.write("\n# a changed helper\n")
-    return []
+    _check(course, tmp_path / "out", tmp_path / "v", worker)
+    assert worker.runs == 3
+    _check(course, tmp_path / "out", tmp_path / "v", worker, strict=True)
+    assert worker.runs == 4
+    _check(course, tmp_path / "out", tmp_path / "v", worker, strict=True)  # the last one, again
+    assert worker.runs == 4 and len(list((tmp_path / "v" / A).glob("*.json"))) == 4
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("change", [_change_solution, _change_course_utils,
-                                    lambda course: ["--timeout", "61"]],
-                         ids=["solution", "course_utils", "limits"])
-def test_a_change_it_depends_on_checks_the_solution_again(kept, tmp_path, change):
-    course, verdicts = _copy(kept, tmp_path)
-    extra = change(course)
-    r = _grade(course, tmp_path / "out", verdicts, *extra)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert CHECKED in r.stderr and REUSED not in r.stderr
-    assert len(list((verdicts / A).glob("*.json"))) == 2  # the new verdict beside the old one
+def test_a_failing_solution_is_never_kept_and_refuses_every_time(course, tmp_path):
+    worker = _Worker(score=2)
+    for _ in range(2):
+        with pytest.raises(batch.GradingRefused, match="scores 2/5 in the grading sandbox"):
+            _check(course, tmp_path / "out", tmp_path / "v", worker)
+    assert worker.runs == 2 and not list((tmp_path / "v").rglob("*.json"))
 
 
-@pytest.mark.slow
-def test_a_corrupt_entry_is_ignored_and_checked_again(kept, tmp_path):
-    course, verdicts = _copy(kept, tmp_path)
-    entry, = (verdicts / A).glob("*.json")
+def test_a_grader_failure_is_never_kept(course, tmp_path):
+    """A class run only warns about a release cell the environment could not run (the platforms
+    refuse): the batch goes on, but such a verdict says nothing about the next run's machine."""
+    worker = _Worker(grader_failure="fixture_demo: ran past the per-cell time limit")
+    for _ in range(2):
+        _check(course, tmp_path / "out", tmp_path / "v", worker)  # goes on: no refusal
+    assert worker.runs == 2 and not list((tmp_path / "v").rglob("*.json"))
+
+
+def test_a_corrupt_entry_is_ignored_and_checked_again(course, tmp_path):
+    worker = _Worker()
+    _check(course, tmp_path / "out", tmp_path / "v", worker)
+    entry, = (tmp_path / "v" / A).glob("*.json")
     entry.write_text('{"key": "' + entry.stem)  # cut short
-    r = _grade(course, tmp_path / "out", verdicts)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert CHECKED in r.stderr and REUSED not in r.stderr
-    assert verdict.reused(str(verdicts), A, entry.stem)  # written again, whole
+    _check(course, tmp_path / "out", tmp_path / "v", worker)
+    assert worker.runs == 2 and verdict.reused(str(tmp_path / "v"), A, entry.stem)  # whole again
+    _check(course, tmp_path / "out", tmp_path / "v", worker)
+    assert worker.runs == 2
 
 
-@pytest.mark.slow
-def test_a_failing_solution_is_never_kept_and_refuses_every_time(kept, tmp_path):
-    course, _ = _copy(kept, tmp_path)
-    verdicts = tmp_path / "empty"
-    path = course / "solutions" / A / NB
-    nb = nbformat.read(path, as_version=4)
-    H.cell(nb, "fixture_rows_tests").source = H.cell(nb, "fixture_rows_tests").source.replace(
-        "### BEGIN HIDDEN TESTS\n", "### BEGIN HIDDEN TESTS\nimport course_utils.no_such_module\n")
-    nbformat.write(nb, path)
-    for run in ("out1", "out2"):
-        r = _grade(course, tmp_path / run, verdicts)
-        assert r.returncode == 2 and FAILS in r.stderr, r.stderr[-3000:]
-        assert CHECKED in r.stderr and REUSED not in r.stderr
-    assert not list(verdicts.rglob("*.json"))
-
+# -- the real command ----------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_a_rerun_into_the_same_out_reuses_its_own_verdict(kept, tmp_path):
-    """Without --verdict-cache (nor the environment's), verdicts stay in OUT/.work/verdicts."""
-    course, _ = _copy(kept, tmp_path)
-    no_shared = {verdict.ENV_VAR: ""}
-    (tmp_path / "subs").mkdir()
+def test_the_command_reuses_a_verdict_in_its_own_out_and_in_a_shared_folder(course, tmp_path):
+    """Run 1 checks and keeps the verdict in OUT/.work/verdicts; run 2, into the same OUT, reuses
+    it; run 3, another class on a copy of the course given that folder, reuses it and grades."""
+    if H.sandbox_unavailable():
+        pytest.fail("the grading sandbox cannot run here (make test-tools sets it up)")
+    no_shared = {verdict.ENV_VAR: ""}  # not the session's folder (conftest.py)
+    (tmp_path / "nobody").mkdir()
     for expected in (CHECKED, REUSED):
-        r = H.grade(tmp_path / "subs", tmp_path / "out", course, "--assignment", A, "--jobs", "1",
+        r = H.grade(tmp_path / "nobody", tmp_path / "out", course, "--assignment", A, "--jobs", "1",
                     env_extra=no_shared)
         assert r.returncode == 0 and expected in r.stderr, r.stderr[-3000:]
-    assert len(list((tmp_path / "out" / ".work" / "verdicts" / A).glob("*.json"))) == 1
+    kept = tmp_path / "out" / ".work" / "verdicts"
+    assert len(list((kept / A).glob("*.json"))) == 1
+    copy = _own(course, tmp_path)  # elsewhere: the key does not hold the course's path
+    H.write_student(tmp_path / "class", "alice", A, NB, H.honest(copy, A, NB))
+    r = H.grade(tmp_path / "class", tmp_path / "out2", copy, "--jobs", "1", "--verdict-cache", str(kept))
+    assert r.returncode == 0 and REUSED in r.stderr and CHECKED not in r.stderr, r.stderr[-3000:]
+    assert not (tmp_path / "out2" / ".work" / "solution_check").exists()  # no notebook run
+    assert H.grades(tmp_path / "out2")[("alice", A)]["score"] == "5"
