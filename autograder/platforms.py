@@ -33,8 +33,8 @@ Why it is built this way:
   `<course root>/.autograder-cache/<assignment>/<key>/`, the key a hash of the assignment's
   source, the installed packages and the Python; the solution check's full-marks verdict in
   `<course root>/.autograder-cache/.verdicts/` (or `--verdict-cache`), keyed by all it depends on
-  (verdict.py). A change to any of them is a new key, so a stale entry is never used. Only the grader writes
-  it, from its own private work folder, before any student code runs; it sits beside
+  (verdict.py). A change to any of them is a new key, so a stale entry is never used. Only the
+  grader writes it, from its own private work folder, before any student code runs; it sits beside
   solutions/, which the sandbox never mounts (no cache is kept where the sandbox could see
   it). The class of one's gradebook is not filled (no second generate_assignment): it is thrown
   away with the temporary folder; the course gradebook is the batch's (`grade`).
