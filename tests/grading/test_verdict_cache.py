@@ -40,7 +40,7 @@ def test_the_key_changes_with_everything_the_verdict_depends_on(tmp_path, monkey
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
     assert _key() != base
     monkeypatch.delenv("ATEN_CPU_CAPABILITY")
-    monkeypatch.setattr(verdict, "cpu_key", lambda: '["x86_64", ["sse2"], ""]')
+    monkeypatch.setattr(verdict, "cpu_key", lambda: '["aarch64", "DEFAULT"]')
     assert _key() != base  # another CPU
     monkeypatch.undo()
     copy = tmp_path / "course_utils"
