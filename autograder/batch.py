@@ -7,7 +7,9 @@ Why it is built this way:
   (see worker.py). The batch is the only writer of the course gradebook and of the CSVs.
 - Before any student, the assignment's own solution notebook is graded in the same sandbox. If
   it does not score full marks (say, the hidden tests' `import course_utils.reference` fails
-  inside the sandbox), the run stops with an error instead of producing a class of zeros.
+  inside the sandbox), the run stops with an error instead of producing a class of zeros. A
+  full-marks verdict is kept (verdict.py) and reused while nothing it depends on changes: a rerun,
+  or another batch pointed at the same `--verdict-cache`, does not pay for the check again.
 - Every finished student leaves `result.json` in its shard, keyed by a fingerprint of the
   submission, the assignment source and the limits; a rerun skips those (resume) unless
   `--regrade`. CSVs are rebuilt from the results, sorted, so two runs give identical files.
@@ -27,7 +29,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from . import export, hidden_cases, intake, redact, report, sandbox, worker
+from . import export, hidden_cases, intake, redact, report, sandbox, verdict, worker
 from .intake import Problem
 
 SOLUTION_STUDENT = intake.SOLUTION_STUDENT
@@ -67,6 +69,9 @@ class Options:
     lms_pattern: str = intake.DEFAULT_LMS_PATTERN
     max_file_bytes: int = 20 * 2**20
     progress: bool = True
+    # Where full-marks solution verdicts are kept (verdict.py); "" means $AUTOGRADER_VERDICT_CACHE,
+    # else the batch's private work folder.
+    verdict_cache: str = ""
 
     def limits(self):
         return {"timeout": self.timeout, "wall": self.wall, "memory_bytes": self.memory_bytes,
@@ -287,9 +292,17 @@ class Batch:
         self.problems = []
         self.export_failures = []
         self.resumed = 0
+        self.reused_verdicts = set()  # assignments whose solution check was not run again
         self.t0 = time.monotonic()
         self.say = ((lambda m: print(f"[{time.monotonic() - self.t0:6.1f} s] {m}", file=sys.stderr))
                     if opts.progress else (lambda m: None))
+
+    def tell(self, message):
+        """A line said even with --quiet: which verdict of the solution check the batch used."""
+        if self.o.progress:
+            self.say(message)
+        else:
+            print(f"autograder: {message}", file=sys.stderr)
 
     # -- steps -------------------------------------------------------------------------------
     def check_sandbox(self):
@@ -448,9 +461,23 @@ class Batch:
                  for nb in self.assignments[assignment]}
         shard = os.path.join(self.work, "solution_check", assignment)
         task = self._task(SOLUTION_STUDENT, assignment, files, shard, slot)
-        self.say(f"{assignment}: grading the solution notebook in the sandbox first ...")
+        verdict_key = verdict.key(task, isolation=self.sandboxed, strict=self.strict_environment,
+                                  course_utils=self.course_utils) if self.verdicts else None
+        kept = verdict.reused(self.verdicts, assignment, verdict_key) if self.verdicts else None
+        if kept:
+            self.reused_verdicts.add(assignment)
+            self.tell(f"{assignment}: the solution's verdict from {kept['time']} is reused "
+                      "(nothing it depends on changed)")
+            return
+        self.tell(f"{assignment}: grading the solution notebook in the sandbox first ...")
         reply = handle.run(task, self._deadline(task))
         result = _read_result(shard) if reply else None
+        got, full = self._judge_solution(assignment, shard, result)
+        if self.verdicts and not result.get("grader_failure"):
+            verdict.keep(self.verdicts, assignment, verdict_key, got, full)
+
+    def _judge_solution(self, assignment, shard, result):
+        """(score, full marks) of the solution check's result; GradingRefused unless full marks."""
         if not result or result["status"] != "graded":
             why = "; ".join(result["problems"]) if result else "the grading worker stopped"
             raise GradingRefused(f"{assignment}: the solution notebook could not be graded ({why}).")
@@ -466,12 +493,26 @@ class Batch:
                 f"{assignment}: the solution notebook scores {got:g}/{full:g} in the grading sandbox "
                 f"(failing: {', '.join(failing) or 'no graded cells'}). Every student would be graded "
                 f"wrong, so nothing was graded. {detail}")
+        return got, full
+
+    def _verdict_folder(self):
+        """Where verdicts are kept, or None (said why) when that folder could be reached by
+        student code: then every solution check runs."""
+        given = verdict.chosen_folder(self.o.verdict_cache, self._default_verdict_folder())
+        folder, why = verdict.private_folder(given)
+        if why:
+            print(f"autograder: WARNING: solution verdicts are not kept or reused: {why}", file=sys.stderr)
+        return folder
+
+    def _default_verdict_folder(self):
+        return os.path.join(self.work, "verdicts")
 
     def run(self):
         self.sandboxed = self.check_sandbox()
         self.assignments = self._course_assignments()
         os.makedirs(self.work, exist_ok=True)
         self.course_utils = _course_utils_dir(self.course_root)
+        self.verdicts = self._verdict_folder()
         # Kernel sockets live in a short, neutral folder: bound into each sandbox at the same
         # path, it must not reveal (or sit under) the output folder; AF_UNIX paths are short.
         self.sockets = tempfile.mkdtemp(prefix="autograder-")

@@ -66,6 +66,9 @@ def parser():
     g.add_argument("--config", default=None, help="the course's grading config (default: "
                    "COURSE_ROOT/autograder/nbgrader_config.py): LMS roster, due dates, late rule")
     g.add_argument("--regrade", action="store_true", help="regrade students already graded in OUT")
+    g.add_argument("--verdict-cache", default="", metavar="DIR",
+                   help="keep the solution checks' full-marks verdicts in DIR, shared by several "
+                        "batches (default: $AUTOGRADER_VERDICT_CACHE, else OUT/.work/verdicts)")
     g.add_argument("--unsafe-no-sandbox", action="store_true", help="run student code unconfined (trusted input only)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     from . import platforms
@@ -94,7 +97,8 @@ def main(argv=None):
         assignments=args.assignment, jobs=args.jobs, timeout=args.timeout, wall=args.wall,
         memory_bytes=int(args.memory * 2**30), nproc=args.nproc, regrade=args.regrade,
         unsafe_no_sandbox=args.unsafe_no_sandbox, lms_pattern=pattern,
-        max_file_bytes=int(args.max_file_mb * 2**20), progress=not args.quiet)
+        max_file_bytes=int(args.max_file_mb * 2**20), progress=not args.quiet,
+        verdict_cache=args.verdict_cache)
     try:
         held = lock.hold(args.out)  # noqa: F841 - held open until the process exits
         job = batch.Batch(opts)

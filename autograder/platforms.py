@@ -29,17 +29,16 @@ Why it is built this way:
   the results folder unwritable, and every process of that user is killed before results are
   written. It says so on stderr and in the results' extra data (`isolation`).
 - What does not depend on the upload is done once per assignment, not once per upload: the
-  private release and template gradebook (nbgrader generate_assignment) and the solution check's
-  verdict are kept in `<course root>/.autograder-cache/<assignment>/<key>/`, the key a hash of
-  the assignment's source, the installed packages and the Python; the verdict's name adds the
-  grader's and course_utils' code, the limits, the hidden-case specs and whether the sandbox is on.
-  A change to any of them is a new key, so a stale entry is never used. Only the grader writes
-  it, from its own private work folder, before any student code runs; it sits beside
+  private release and template gradebook (nbgrader generate_assignment) are kept in
+  `<course root>/.autograder-cache/<assignment>/<key>/`, the key a hash of the assignment's
+  source, the installed packages and the Python; the solution check's full-marks verdict in
+  `<course root>/.autograder-cache/.verdicts/` (or `--verdict-cache`), keyed by all it depends on
+  (verdict.py). A change to any of them is a new key, so a stale entry is never used. Only the
+  grader writes it, from its own private work folder, before any student code runs; it sits beside
   solutions/, which the sandbox never mounts (no cache is kept where the sandbox could see
   it). The class of one's gradebook is not filled (no second generate_assignment): it is thrown
   away with the temporary folder; the course gradebook is the batch's (`grade`).
 """
-import hashlib
 import json
 import os
 import re
@@ -50,7 +49,7 @@ import time
 
 from course_utils.grading import questions
 
-from . import batch, intake, report
+from . import batch, intake, report, verdict
 
 STUDENT = "student"  # the one student of the class of one (a valid intake id)
 VISIBILITIES = ("after_due_date", "visible", "hidden", "after_published")
@@ -220,7 +219,8 @@ def _source_words(source):
 
 
 def grade_one(submission_dir, *, course_root, assignment=None, container_fallback=False,
-              unsafe_no_sandbox=False, timeout=60, wall=600, memory_gib=4.0, work=None, student=None):
+              unsafe_no_sandbox=False, timeout=60, wall=600, memory_gib=4.0, work=None, student=None,
+              verdict_cache=""):
     """Grade one submission with batch.Batch, as `student` (`submitter_id`). Returns a dict: status ('graded' / 'not_gradable'),
     assignment, cells (name, grade_id, notebook, score, max_score, outcome, message), problems
     (sentences for the student), sandboxed, seconds. Raises batch.GradingRefused (or ValueError)
@@ -260,7 +260,7 @@ def grade_one(submission_dir, *, course_root, assignment=None, container_fallbac
             course_root=course_root, gradebook=os.path.join(root, "gradebook.db"),
             assignments=[chosen], jobs=1, timeout=timeout, wall=wall,
             memory_bytes=int(memory_gib * 2**30), unsafe_no_sandbox=unsafe_no_sandbox,
-            container_fallback=fallback, in_process=True, progress=False,
+            container_fallback=fallback, in_process=True, progress=False, verdict_cache=verdict_cache,
             # no id given: the notebook showed the example's numbers, so they are the question
             numbers_for={student: ""} if ident["source"] is None else {})
         job = OneSubmission(opts, cache=_cache_root(course_root))
@@ -304,45 +304,8 @@ CACHE_DIR = ".autograder-cache"
 def _cache_root(course_root):
     """Where the per-assignment cache lives, or None when it would sit where the sandbox mounts
     (the Python prefixes, /usr, /etc) or cannot be made private."""
-    root = os.path.realpath(os.path.join(course_root, CACHE_DIR))
-    mounted = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, "/usr", "/etc")}
-    if any(root == m or root.startswith(m.rstrip(os.sep) + os.sep) for m in mounted):
-        return None
-    try:
-        os.makedirs(root, mode=0o700, exist_ok=True)
-        os.chmod(root, 0o700)
-    except OSError:
-        return None
+    root, _ = verdict.private_folder(os.path.join(course_root, CACHE_DIR))
     return root
-
-
-def _files(folder):
-    return [os.path.join(d, f) for d, dirs, files in os.walk(folder) for f in files
-            if "__pycache__" not in d and ".ipynb_checkpoints" not in d and not f.endswith(".pyc")]
-
-
-def _packages_key():
-    """A hash of the Python and the installed packages (nbgrader makes the release)."""
-    import sysconfig
-    from importlib import metadata
-    # The environment's own site-packages, not sys.path: importing nbgrader puts setuptools'
-    # vendored packages on sys.path, which would change the key within one run.
-    where = sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
-    packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions(path=where))
-    return hashlib.sha256(json.dumps([sys.version, os.path.realpath(sys.prefix), packages]).encode()).hexdigest()
-
-
-def _code_key(course_utils):
-    """A hash of the code a grading runs besides the packages: this grader's modules and the
-    course_utils the tests import (its reference holds the judge's catalogue)."""
-    h = hashlib.sha256()
-    here = os.path.dirname(os.path.abspath(__file__))
-    for folder, only in ((here, ".py"), (course_utils, "")):
-        for path in sorted(p for p in _files(folder) if p.endswith(only)):
-            h.update(os.path.relpath(path, folder).encode())
-            with open(path, "rb") as fh:
-                h.update(hashlib.sha256(fh.read()).digest())
-    return h.hexdigest()
 
 
 class OneSubmission(batch.Batch):
@@ -360,10 +323,8 @@ class OneSubmission(batch.Batch):
     def _entry(self, assignment):
         """The assignment's cache folder for its current source, Python and packages."""
         from . import worker
-        if not hasattr(self, "_packages"):
-            self._packages = _packages_key()
-        sources = _files(os.path.join(self.source_root, assignment))
-        key = worker.fingerprint(sources, assignment + self._packages)[:32]
+        sources = verdict.source_files(os.path.join(self.source_root, assignment))
+        key = worker.fingerprint(sources, assignment + verdict.packages_key())[:32]
         return os.path.join(self.cache, assignment, key)
 
     def prepare(self, assignment):
@@ -390,28 +351,17 @@ class OneSubmission(batch.Batch):
                 shutil.copytree(release, os.path.join(tmp, "release"))))
         return prep
 
-    def _verdict(self, assignment):
-        prep = self.prepared[assignment]
-        if not hasattr(self, "_code"):
-            self._code = _code_key(self.course_utils)
-        key = hashlib.sha256(json.dumps([prep["fp"], self.sandboxed, self._code]).encode()).hexdigest()[:32]
-        return os.path.join(self._entry(assignment), "solution-passed-" + key)
+    def _default_verdict_folder(self):
+        """The solution check's verdicts beside the release cache (the image build's warming
+        run leaves one there), not in the throwaway work folder."""
+        if self.cache is None:
+            return super()._default_verdict_folder()
+        return os.path.join(self.cache, ".verdicts")  # a dot: never an assignment's folder
 
     def check_solutions(self, assignments, handles):
-        if self.cache is None:
-            return super().check_solutions(assignments, handles)
-        todo = [a for a in assignments if not os.path.isfile(self._verdict(a))]
-        if len(todo) < len(assignments):
+        super().check_solutions(assignments, handles)
+        if self.reused_verdicts:
             self.cached.add("solution check")
-            self.say("solution check: passed earlier with this source, grader and sandbox (cached)")
-        if todo:
-            super().check_solutions(todo, handles)  # raises GradingRefused when one fails
-        for a in todo:
-            try:
-                with open(self._verdict(a), "x"):
-                    pass
-            except OSError:  # already there (a concurrent grading), or no room: not cached
-                pass
 
     def _save(self, entry, fill):
         """Write a cache entry atomically (made in a temporary sibling, then renamed), dropping
@@ -613,6 +563,9 @@ def add_arguments(sub, course_root):
                             "the container's isolation (see autograder/README.md)")
         p.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="never use the sandbox (trusted submissions only)")
+        p.add_argument("--verdict-cache", default="", metavar="DIR",
+                       help="where the solution check's full-marks verdicts are kept (default: "
+                            "$AUTOGRADER_VERDICT_CACHE, else COURSE_ROOT/.autograder-cache/.verdicts)")
         p.set_defaults(platform=name)
 
 
@@ -659,7 +612,8 @@ def main(args):
         graded = grade_one(args.submission_dir, course_root=args.course_root, assignment=args.assignment,
                            container_fallback=args.container_fallback,
                            unsafe_no_sandbox=args.unsafe_no_sandbox, timeout=args.timeout,
-                           wall=args.wall, memory_gib=args.memory, student=args.student)
+                           wall=args.wall, memory_gib=args.memory, student=args.student,
+                           verdict_cache=args.verdict_cache)
         if graded.get("isolation") == "drop":
             sandbox.kill_user(sandbox.slot_uid(1, "drop"))  # nothing of the student's runs past here
     except (batch.GradingRefused, ValueError, OSError, RuntimeError) as exc:

@@ -55,6 +55,8 @@ print('bubblewrap sandbox:', 'available' if why is None else 'NOT available here
 # grading, not two. A failure here is printed and does not stop the build: the first submission
 # then pays for the check instead.
 # The limits are part of the cached verdict's key: warm with the same ones run_autograder passes.
+# So are PyTorch's kernel family on this CPU (AVX2, AVX512) and whether bubblewrap can start: a grading machine unlike this one
+# checks the solution again for each submission (autograder/README.md).
 assignment="" limits=()
 if [ -f "$COURSE/gradescope.conf" ]; then
     assignment="$(sed -n 's/^assignment=//p' "$COURSE/gradescope.conf" | head -n 1)"

@@ -13,8 +13,10 @@ own students' rows. Student names say who they are; a name that appears in two a
 """
 import ast
 import os
+import shutil
 
 import grading_helpers as H
+from autograder import verdict
 
 SOLUTIONS = H.REPO / "solutions"
 ASSIGNMENTS = sorted(d.name for d in SOLUTIONS.iterdir() if d.is_dir() and any(d.glob("*.ipynb")))
@@ -291,7 +293,22 @@ def grade_the_class(root):
     _gaming_the_hidden_tests(course, subs)
     _one_mistake(course, subs)
     out = root / "out"
+    # An empty verdict folder of its own, not the session's: this batch is the test that every
+    # solution scores full marks (test_every_assignment), and test_feedback_every_assignment reads
+    # what each solution check left in out/.work/solution_check/, so no verdict may be reused.
     result = H.grade(subs, out, course, "--jobs", "2", "--timeout", "120",
-                     "--gradebook", str(root / "gradebook.db"), timeout=REAL_CLASS_TIMEOUT - 60)
+                     "--gradebook", str(root / "gradebook.db"), "--verdict-cache", str(root / "verdicts"),
+                     timeout=REAL_CLASS_TIMEOUT - 60)
+    _offer_verdicts(root / "verdicts")
     grades = H.grades(out) if (out / "grades.csv").exists() else {}
     return {"result": result, "out": out, "course": course, "subs": subs, "grades": grades}
+
+
+def _offer_verdicts(folder):
+    """Copy the verdicts this batch kept into the session's folder (conftest.py): a later batch
+    with the same limits (test_partial_credit grades 04 with --timeout 120) reuses them instead
+    of checking that solution again. The key holds all a verdict depends on, so a copy is as
+    good as the original."""
+    shared = os.environ.get(verdict.ENV_VAR)
+    if shared and folder.is_dir():
+        shutil.copytree(folder, shared, dirs_exist_ok=True)

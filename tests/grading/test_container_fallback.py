@@ -112,7 +112,9 @@ def fallback_run(tmp_path_factory):
     H.cell(nb, "fixture_rows").source += WRITE_PROBES.format(course=str(course), results=str(results),
                                                              marker=str(marker))
     nbformat.write(nb, upload_dir / NB)
-    env = dict(os.environ, PYTHONPATH=str(H.REPO))
+    # No shared verdict folder: the solution check must run here, as the unprivileged user, and
+    # keep its verdict in the course's .autograder-cache, which the probes must not reach.
+    env = dict(os.environ, PYTHONPATH=str(H.REPO), AUTOGRADER_VERDICT_CACHE="")
     started = time.monotonic()
     proc = subprocess.run(
         ["setpriv", f"--bounding-set={DOCKER_CAPS}", "--", H.PYTHON, "-m", "autograder", "gradescope",
@@ -133,6 +135,10 @@ def test_the_fallback_grades_as_an_unprivileged_user_and_says_so(fallback_run):
     assert "--unsafe-no-sandbox" not in proc.stderr
     data = json.loads(fallback_run["results"].read_text())
     assert data["extra_data"]["isolation"] == "drop" and data["extra_data"]["sandboxed"] is False
+    # the solution was checked here, as the unprivileged user, and its verdict kept where the
+    # course's cache is (made root's alone before any student code ran)
+    assert f"{A}: grading the solution notebook in the sandbox first" in proc.stderr
+    assert list((fallback_run["course"] / ".autograder-cache" / ".verdicts" / A).glob("*.json"))
 
 
 @pytest.mark.slow
