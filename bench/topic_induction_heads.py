@@ -17,12 +17,11 @@ measurement again in fresh processes on PyTorch's kernels for other CPUs
 side: the notebook's claims must hold on every CPU, not only this one.
 """
 import json
-import os
-import subprocess
 import sys
 
 import torch
 
+from kernel_families import results_on_each_family  # bench/ is on the path: run as a script
 from course_utils import induction
 from course_utils.reference import induction_heads as ref
 
@@ -153,19 +152,7 @@ def report(result):
 def every_capability():
     """The measurement on each kernel family, each in a fresh process (the capability is chosen
     when PyTorch loads)."""
-    rows = {}
-    for capability in ("default", "avx2", None):
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        env.pop("ATEN_CPU_CAPABILITY", None)
-        if capability:
-            env["ATEN_CPU_CAPABILITY"] = capability
-        done = subprocess.run([sys.executable, __file__, "--json", "--seeds", str(len(SEEDS))], env=env,
-                              capture_output=True, text=True)
-        if done.returncode:
-            print(f"  {capability or 'native'}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-            continue
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        rows[result["capability"]] = (result, margins(result))
+    rows = {c: (r, margins(r)) for c, r in results_on_each_family(__file__, len(SEEDS)).items()}
     print("14 induction_heads on each kernel family: phase-change steps per seed, then the margins")
     for capability, (result, margin) in rows.items():
         print(f"  {capability:>8}: steps {[s['phase_change_step'] for s in result['seeds']]}, "

@@ -17,12 +17,11 @@ processes on PyTorch's kernels for other CPUs (ATEN_CPU_CAPABILITY=default, avx2
 machine's own) and prints their margins side by side.
 """
 import json
-import os
-import subprocess
 import sys
 
 import torch
 
+from kernel_families import results_on_each_family  # bench/ is on the path: run as a script
 from course_utils import linear_attention as la
 
 CONFIG = la.Config()
@@ -90,19 +89,7 @@ def report(result):
 def every_capability():
     """The measurement on each kernel family, each in a fresh process (the capability is chosen
     when PyTorch loads)."""
-    rows = {}
-    for capability in ("default", "avx2", None):
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        env.pop("ATEN_CPU_CAPABILITY", None)
-        if capability:
-            env["ATEN_CPU_CAPABILITY"] = capability
-        done = subprocess.run([sys.executable, __file__, "--json", "--seeds", str(len(SEEDS))], env=env,
-                              capture_output=True, text=True)
-        if done.returncode:
-            print(f"  {capability or 'native'}: failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-            continue
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        rows[result["capability"]] = result
+    rows = results_on_each_family(__file__, len(SEEDS))
     print("15 linear_attention on each kernel family: mean recall per mixer at each pair count, then the margins")
     for capability, result in rows.items():
         means = {m: [round(sum(col) / len(col), 3) for col in zip(*a)] for m, a in result["accuracy"].items()}
