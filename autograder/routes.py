@@ -331,7 +331,7 @@ class _Statement:
                         (sub, target.attr if isinstance(target, ast.Attribute) else None))
             elif isinstance(sub, ast.Call):
                 if isinstance(sub.func, ast.Attribute):
-                    root = _root_name(sub.func.value)
+                    root = _receiver_root(sub.func)
                     if root:  # bound here unless it names a module (torch.manual_seed(0))
                         self.receivers.add(root)
                 elif isinstance(sub.func, ast.Name) and sub.func.id in ("setattr", "delattr") and sub.args:
@@ -420,6 +420,25 @@ def _root_name(node):
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _receiver_root(method):
+    """The name whose object the method call `method(...)` may change: `x` for x.m(), x[0].m(),
+    x.a.m(). Through the result of a call only when a double-underscore attribute is on the way
+    (f(0).__setattr__(...), f(0).__dict__.update(...): f may return itself): an honest
+    `per_token_loss(logits, tokens).mean()` in a demo cell calls a method of a new tensor and
+    changes nothing named `per_token_loss`. Read as a change, it put the demo cell, and every
+    course helper the cells before it call, in the reach of any answer using that function."""
+    node, through_call, dunder = method, False, False
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        if isinstance(node, ast.Call):
+            through_call, node = True, node.func
+        else:
+            dunder |= isinstance(node, ast.Attribute) and node.attr.startswith("__")
+            node = node.value
+    if not isinstance(node, ast.Name) or (through_call and not dunder):
+        return None
+    return node.id
 
 
 def _chain(node):

@@ -127,6 +127,31 @@ def test_a_demo_comparing_with_the_library_is_not_the_answer():
     assert _finding("05_self_attention", "self_attention_softmax", code) is None
 
 
+
+def test_a_method_of_what_a_helper_returns_does_not_change_the_helper():
+    """A scratch line calling a method of an answer's helper's result (`.item()`) leaves the
+    helper as it was: reading it as a change put that line, and the course's training helpers of
+    the cells it reads, in the answer's reach, failing an honest ablated_loss (notebook 14)."""
+    code = (
+        "def my_context_loss(logits, tokens, span):\n"
+        "    return F.cross_entropy(logits[:, span:-1].reshape(-1, logits.shape[-1]), tokens[:, span + 1:].reshape(-1))\n"
+        "print(my_context_loss(two_layers.models[0](clean), clean, SPAN).item())\n"
+        "def ablated_loss(model, tokens, span, layer, head):\n"
+        "    mask = torch.ones(len(model.layers), model.layers[0].num_heads)\n"
+        "    mask[layer, head] = 0.0\n"
+        "    return my_context_loss(model(tokens, head_mask=mask), tokens, span)\n")
+    assert _finding("14_induction_heads", "induction_heads_ablation", code) is None
+
+
+def test_a_helper_rewritten_through_what_it_returns_is_still_read():
+    """...but a double-underscore method of the result may be the helper's own (`f` returning
+    itself), so `helper(0).__setattr__("__code__", ...)` still changes `helper`."""
+    code = ("import scipy.special\n"
+            "def helper(x, axis=-1):\n    return helper\n"
+            "def softmax(x, axis=-1):\n    return helper(x, axis)\n"
+            "helper(0).__setattr__('__code__', scipy.special.softmax.__code__)\n")
+    assert "scipy.special.softmax" in str(_finding("05_self_attention", "self_attention_softmax", code))
+
 # --- attacks: one per category ----------------------------------------------------------------
 
 ATTACKS = {
