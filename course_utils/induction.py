@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.stacked import Stack, adam_step
+from course_utils.stacked import Stack, adam_step, seeded_models
 from course_utils.training import one_thread
 
 __all__ = ["Config", "RepeatedTokens", "repeated_tokens", "repeat_of", "AttentionOnlyTransformer",
@@ -325,11 +325,7 @@ def example_sequence(config, seed=10_001):
 def train_seeds(config=Config(), seeds=(0, 1, 2), num_layers=None, attend=None):
     """Train one model per seed (initial weights and batches from that seed), all at once as a
     stacked model, with Adam at `config.lr`, on one CPU thread. Returns a `TrainingRun`."""
-    models = []
-    with torch.random.fork_rng(devices=[]):  # seeds the weights without touching the caller's random state
-        for seed in seeds:
-            torch.manual_seed(seed)
-            models.append(AttentionOnlyTransformer.from_config(config, num_layers, attend))
+    models = seeded_models(seeds, lambda: AttentionOnlyTransformer.from_config(config, num_layers, attend))
     stack = Stack(models)
     generators = [torch.Generator().manual_seed(1000 + seed) for seed in seeds]
     test, example = held_out(config), example_sequence(config)

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from course_utils.stacked import Stack, adam_step
+from course_utils.stacked import Stack, adam_step, seeded_models
 from course_utils.training import one_thread
 
 __all__ = ["MIXERS", "Config", "Recall", "mqar", "RecallModel", "RecallRun", "train_seeds",
@@ -273,11 +273,7 @@ def train_seeds(mixer, config=Config(), seeds=(0, 1, 2)):
     """Train one `RecallModel` per seed (weights and batches from that seed) as one stacked model
     with Adam at `config.lr` for `config.steps` steps, step s using sequences of
     pair_counts[s % P] pairs. Returns a `RecallRun`."""
-    models = []
-    with torch.random.fork_rng(devices=[]):  # seeds the weights without touching the caller's random state
-        for seed in seeds:
-            torch.manual_seed(seed)
-            models.append(RecallModel.from_config(config, mixer))
+    models = seeded_models(seeds, lambda: RecallModel.from_config(config, mixer))
     stack = Stack(models)
     generators = [torch.Generator().manual_seed(1000 + seed) for seed in seeds]
     lr, state = torch.full((len(seeds),), config.lr), {}

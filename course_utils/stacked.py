@@ -19,7 +19,7 @@ import copy
 import torch
 from torch.func import functional_call, stack_module_state
 
-__all__ = ["Stack", "adam_step", "pad_stack"]
+__all__ = ["Stack", "seeded_models", "adam_step", "pad_stack"]
 
 
 class Stack:
@@ -59,6 +59,17 @@ class Stack:
                 for name, tensor in module.named_buffers():
                     tensor.copy_(self.buffers[name][i])
         return modules
+
+
+def seeded_models(seeds, make):
+    """[make() with PyTorch's generator seeded with each seed in turn]: one model per seed, its
+    initial weights decided by that seed alone, without touching the caller's random state."""
+    models = []
+    with torch.random.fork_rng(devices=[]):
+        for seed in seeds:
+            torch.manual_seed(seed)
+            models.append(make())
+    return models
 
 
 def adam_step(params, state, lr, betas=(0.9, 0.999), eps=1e-8):
