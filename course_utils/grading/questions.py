@@ -47,6 +47,9 @@ VARIANTS = {
         (32, 32, 8, 131072), (36, 36, 6, 32768), (16, 16, 2, 65536))],
     "induction_heads_position_guess": [{"span": s, "query": t} for s, t in (
         (12, 17), (10, 14), (9, 16), (11, 19), (14, 24), (8, 10), (16, 27), (7, 13))],
+    "linear_attention_cache_ratio": [{"layers": l, "heads": h, "d": d, "T": t} for l, h, d, t in (
+        (24, 16, 64, 4096), (32, 32, 128, 10240), (12, 12, 64, 3072), (28, 16, 128, 32768), (16, 8, 64, 12288),
+        (40, 40, 128, 4096), (20, 16, 80, 10240), (36, 24, 96, 9216))],
 }
 
 # How each variant reads in the notebook: grade_id -> a function of the numbers.
@@ -69,6 +72,8 @@ _WORDS = {
     "induction_heads_position_guess": lambda span, query: (
         f"a span of L = {span} random tokens followed by the same {span} tokens (positions 0 to {2 * span - 1}), "
         f"the query at position t = {query}"),
+    "linear_attention_cache_ratio": lambda layers, heads, d, T: (
+        f"{layers} layers of {heads} heads of dimension d = {d}, in float16, after T = {T:,} tokens"),
 }
 
 
