@@ -1,8 +1,9 @@
 """The student bundle: everything a student needs, and no answers.
 
-That it works without the reference is proven in the browser: tests/browser/test_smoke.py runs
-every notebook of the unpacked bundle, answered, in JupyterLab, with `course_utils` imported from
-the bundle (one run of each notebook checks both).
+That it works without the reference is proven in the browser: tests/browser/test_first_hour.py
+runs every notebook of the unpacked bundle, untouched, in the student's JupyterLab, with
+`course_utils` imported from the bundle (one run of each notebook checks both); answered, every
+notebook runs from the student wheel's own environment (tests/test_student_wheel.py).
 """
 import pytest
 

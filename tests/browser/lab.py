@@ -234,11 +234,10 @@ def unpack_bundle(target):
     return target / "unpacked" / bundle.PREFIX, names
 
 
-def answer_in_bundle(root, solutions):
-    """Fill every notebook of an unpacked bundle with the solution's answers (a diligent student),
-    and put WHERE_FROM first, so that running it proves the bundle's course_utils did the work."""
+def prove_bundle_origin(root):
+    """Put WHERE_FROM first in every notebook of an unpacked bundle, so that running one proves
+    the bundle's course_utils did the work, without the answer key."""
     for path in sorted((root / "notebooks").glob("*/*.ipynb")):
-        fill_answers(path, solutions / path.relative_to(root / "notebooks"), path)
         nb = nbformat.read(path, as_version=4)
         nb.cells.insert(0, nbformat.v4.new_code_cell(WHERE_FROM.format(root=str(root))))
         nbformat.write(nb, path)

@@ -1,7 +1,13 @@
 """The first hour of a student, in the student's lab (`make lab`'s configuration) on the untouched
-release: Restart and Run All reaches the last cell of every notebook, with only the graded test
-cells (and the think-first answers still to write) failing, each in one sentence; the last cell
-lists every exercise; a reopened notebook renders its widgets; the instructor's tools are absent."""
+release as the student bundle holds it: Restart and Run All reaches the last cell of every
+notebook, with `course_utils` imported from the bundle, without the answer key (a first cell
+proves both), only the graded test cells (and the think-first answers still to write) failing,
+each in one sentence, and the widgets shown; the last cell lists every exercise; a reopened
+notebook renders its widgets; the instructor's tools are absent.
+
+Each notebook runs once here and once more, answered, from the student wheel's own environment
+(tests/test_student_wheel.py), where every visible test must pass; nbval runs the solutions at
+full length in the instructor's environment."""
 import json
 import pathlib
 import time
@@ -9,7 +15,7 @@ import time
 import nbformat
 import pytest
 
-from tests.browser.lab import STEP_TIMEOUT_MS, Notebook, jupyterlab, prepare_root
+from tests.browser.lab import STEP_TIMEOUT_MS, Notebook, jupyterlab, prove_bundle_origin, unpack_bundle
 from tests.notebook_cells import check_untouched_run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -19,10 +25,13 @@ RELEASED = sorted(str(p.relative_to(ROOT / "notebooks")) for p in (ROOT / "noteb
 
 @pytest.fixture(scope="module")
 def student_lab(tmp_path_factory):
-    """JupyterLab as `make lab` starts it, over an untouched copy of the release."""
+    """JupyterLab as `make lab` starts it, over the untouched notebooks of the unpacked student
+    bundle, its kernels importing the bundle's course_utils."""
     work = tmp_path_factory.mktemp("student-lab")
-    root = prepare_root(work, ROOT / "notebooks", ROOT / "solutions", filled=False)
-    with jupyterlab(root, work, env={"JUPYTER_CONFIG_PATH": str(STUDENT_LAB)}) as url:
+    bundle_root, _ = unpack_bundle(work)
+    prove_bundle_origin(bundle_root)
+    root = bundle_root / "notebooks"
+    with jupyterlab(root, work, env={"JUPYTER_CONFIG_PATH": str(STUDENT_LAB), "PYTHONPATH": str(bundle_root)}) as url:
         yield url, root
 
 
@@ -58,6 +67,8 @@ def test_restart_and_run_all_reaches_the_last_cell(page, student_lab, path):
     nb = saved(notebook, file, before)
 
     code, tests, summary = check_untouched_run(nb)
+    assert "the reference leaked" in code[0].source and code[0].execution_count, "the bundle check did not run"
+    assert page.locator(".jupyter-widgets").count() > 0, "no widget on the page"
     for cell in tests:  # what JupyterLab shows of each: one line, one sentence
         error = next(o for o in cell.outputs if o.output_type == "error")
         assert len(error.traceback) == 1 and "\n" not in error.traceback[0].strip(), error.traceback
