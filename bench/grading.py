@@ -40,24 +40,18 @@ def raw_execution(paths, timeout):
     kernel over IPC sockets as the grader's kernels talk (tests/run_notebook.py says why: over TCP,
     nbclient sometimes waits on an idle kernel, which made this baseline 47 s per notebook of 05
     instead of 8, and the ratio below meaningless)."""
-    import shutil
-
     import nbformat
-    from jupyter_client.manager import KernelManager
-    from nbclient import NotebookClient
+
+    from tests import run_notebook
 
     start = time.monotonic()
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         env_before = os.environ.get("NBGRADER_EXECUTION")
         os.environ["NBGRADER_EXECUTION"] = "autograde"
-        sockets = tempfile.mkdtemp(prefix="bench-ipc-")
         try:
-            km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
-            NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3", allow_errors=True,
-                           resources={"metadata": {"path": str(path.parent)}}).execute()
+            run_notebook.execute(nb, path.parent, timeout, allow_errors=True)
         finally:
-            shutil.rmtree(sockets, ignore_errors=True)
             if env_before is None:
                 os.environ.pop("NBGRADER_EXECUTION", None)
     return time.monotonic() - start

@@ -21,21 +21,29 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 
+def execute(nb, folder, timeout=600, **options):
+    """Run `nb` in place in a fresh python3 kernel whose working folder is `folder`, over IPC
+    sockets in a temporary folder of its own (removed afterwards). `options` go to NotebookClient
+    (allow_errors=True, say); a cell that raises without it raises CellExecutionError."""
+    sockets = tempfile.mkdtemp(prefix="kernel-ipc-")
+    try:
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
+        NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(folder)}}, **options).execute()
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+
+
 def main(path, timeout=600):
     nb = nbformat.read(path, as_version=4)
-    sockets = tempfile.mkdtemp(prefix="kernel-ipc-")
-    km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
-    client = NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}})
     try:
-        client.execute()
+        execute(nb, os.path.dirname(os.path.abspath(path)), timeout)
         return 0
     except CellExecutionError as error:
         print(error, file=sys.stderr)
         return 1
     finally:
         nbformat.write(nb, path)
-        shutil.rmtree(sockets, ignore_errors=True)
 
 
 if __name__ == "__main__":

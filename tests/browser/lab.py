@@ -172,10 +172,6 @@ class Notebook:
         self.wait_idle()
         return cell.locator(".jp-OutputArea").inner_text()
 
-    def error_outputs(self):
-        """Texts of the error outputs shown in the page."""
-        return self.page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
-
     def save(self):
         self.page.keyboard.press("Control+S")
 
@@ -189,12 +185,6 @@ def shut_down_kernels(page):
         const sessions = await (await fetch('/api/sessions')).json();
         for (const s of sessions) await fetch('/api/sessions/' + s.id, {method: 'DELETE', headers});
     }""")
-
-
-def error_outputs_in_file(path):
-    nb = nbformat.read(path, as_version=4)
-    return [f"{o.ename}: {o.evalue}" for c in nb.cells if c.cell_type == "code"
-            for o in c.get("outputs", []) if o.output_type == "error"]
 
 
 def prepare_root(tmp_path, release, solutions, filled=True):
