@@ -29,7 +29,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from . import export, hidden_cases, intake, redact, report, sandbox, verdict, worker
+from . import export, hidden_cases, intake, redact, report, sandbox, template_cache, verdict, worker
 from .intake import Problem
 
 SOLUTION_STUDENT = intake.SOLUTION_STUDENT
@@ -379,7 +379,13 @@ class Batch:
             for path in (db, stamp):
                 if os.path.exists(path):
                     os.remove(path)
-            _generate(self.source_root, release, db, assignment, self.work)
+            kept_key = template_cache.key(source_fp, self.course_utils) if self.verdicts else None
+            if kept_key and template_cache.restore(self.verdicts, assignment, kept_key, db, release):
+                self.say(f"{assignment}: nbgrader's template of this source is reused")
+            else:
+                _generate(self.source_root, release, db, assignment, self.work)
+                if kept_key:
+                    template_cache.keep(self.verdicts, assignment, kept_key, db, release)
             with open(stamp, "w") as fh:
                 fh.write(source_fp)
         return db, release, source_fp

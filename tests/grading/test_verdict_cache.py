@@ -8,6 +8,7 @@ often it was asked: when the check runs, what is kept, what is reused. And the r
 twice on one folder and once more on a copy, for the sentences an instructor reads and a
 student graded after a reused verdict; that costs one real solution check.
 """
+import filecmp
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ import nbformat
 import pytest
 
 import grading_helpers as H
-from autograder import batch, verdict
+from autograder import batch, template_cache, verdict
 
 A, NB = "00_fixture", "fixture.ipynb"
 CHECKED = f"{A}: grading the solution notebook in the sandbox first"
@@ -217,9 +218,37 @@ def test_the_command_reuses_a_verdict_in_its_own_out_and_in_a_shared_folder(cour
         assert r.returncode == 0 and expected in r.stderr, r.stderr[-3000:]
     kept = tmp_path / "out" / ".work" / "verdicts"
     assert len(list((kept / A).glob("*.json"))) == 1
+    # nbgrader's template (gradebook and release) is kept beside the verdicts, once
+    templates = list((kept / "templates" / A).iterdir())
+    assert len(templates) == 1 and (templates[0] / "gradebook.db").is_file(), templates
     copy = _own(course, tmp_path)  # elsewhere: the key does not hold the course's path
     H.write_student(tmp_path / "class", "alice", A, NB, H.honest(copy, A, NB))
     r = H.grade(tmp_path / "class", tmp_path / "out2", copy, "--jobs", "1", "--verdict-cache", str(kept))
     assert r.returncode == 0 and REUSED in r.stderr and CHECKED not in r.stderr, r.stderr[-3000:]
     assert not (tmp_path / "out2" / ".work" / "solution_check").exists()  # no notebook run
     assert H.grades(tmp_path / "out2")[("alice", A)]["score"] == "5"
+    # the template gradebook is the kept one, byte for byte (nbgrader writes a different file
+    # each time it generates one)
+    assert filecmp.cmp(templates[0] / "gradebook.db", tmp_path / "out2" / ".work" / "templates" / f"{A}.db",
+                       shallow=False)
+
+
+def test_a_kept_template_is_used_only_when_whole(tmp_path):
+    """A template missing its gradebook is not restored (nbgrader runs instead), and keeping one
+    leaves a complete entry or nothing."""
+    folder, release = tmp_path / "verdicts", tmp_path / "release"
+    (release / A).mkdir(parents=True)
+    (release / A / NB).write_text("{}")
+    db = tmp_path / "template.db"
+    db.write_text("gradebook")
+    assert template_cache.keep(str(folder), A, "k1", str(db), str(release))
+    entry = folder / "templates" / A / "k1"
+    assert (entry / "gradebook.db").read_text() == "gradebook" and (entry / "release" / NB).is_file()
+    db.unlink()
+    (release / A / NB).unlink()
+    assert template_cache.restore(str(folder), A, "k1", str(db), str(release))
+    assert db.read_text() == "gradebook" and (release / A / NB).is_file()
+    (entry / "gradebook.db").unlink()
+    db.unlink()
+    assert not template_cache.restore(str(folder), A, "k1", str(db), str(release)) and not db.exists()
+    assert not template_cache.restore(str(folder), A, "other-key", str(db), str(release))
