@@ -49,10 +49,13 @@ KINDS = (  # (what the command line holds, the row it counts in), first match wi
 
 def kind(cmd, parent_cmd):
     if "ipykernel_launcher" in cmd:
+        parent_program = os.path.basename(parent_cmd.split()[0]) if parent_cmd.split() else ""
+        # bubblewrap's own command line holds the kernel's: its program name decides first
+        if parent_program in ("bwrap", "timeout"):
+            return "notebook kernel (grading sandbox)"
         if "ipykernel_launcher" in parent_cmd:
             return "notebook kernel's forked worker (training in parallel)"
-        for mark, name in (("autograder", "grading sandbox"), ("bwrap", "grading sandbox"),
-                           ("sandbox.py", "grading sandbox"), ("jupyter", "JupyterLab"),
+        for mark, name in (("autograder", "grading, no sandbox"), ("jupyter", "JupyterLab"),
                            ("run_notebook", "tests/run_notebook.py")):
             if mark in parent_cmd:
                 return f"notebook kernel ({name})"
@@ -80,10 +83,7 @@ def main(command):
     by_pid = {pid: entry for (pid, _), entry in seen.items()}
     rows, counts = collections.Counter(), collections.Counter()
     for key, (cmd, ppid, cpu) in seen.items():
-        parent = by_pid.get(str(ppid), ["", 0, 0])[0]
-        if "bwrap" in parent or "sandbox.py" in parent:  # the kernel inside the sandbox
-            parent = "sandbox.py " + by_pid.get(str(by_pid.get(str(ppid), ["", 0])[1]), [""])[0]
-        name = kind(cmd, parent)
+        name = kind(cmd, by_pid.get(str(ppid), ["", 0, 0])[0])
         rows[name] += cpu - first.get(key, 0.0)
         counts[name] += 1
     print(f"\n{' '.join(command)}: exit {proc.returncode}, {wall:.0f} s, {busy:.0f} CPU-seconds busy on "
