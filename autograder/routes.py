@@ -1002,9 +1002,8 @@ class NotebookReader:
             text = self._texts[index] = _CellText(index, source, readable)
         return text
 
-    def _prefix(self, before):
-        """(the readable cells' (index, source) before `before`, their _StatementIndex)."""
-        readable = readable_cells(self.cells, before)
+    def _prefix(self, before, readable):
+        """The _StatementIndex of the readable cells (`readable_cells(self.cells, before)`)."""
         failed = frozenset(i for i, _ in readable if any(
             o.get("output_type") == "error" for o in self.cells[i].get("outputs", ()) or ()))
         restored = [(i, c.get("source", "") or "") for i, c in enumerate(self.cells[:before])
@@ -1017,16 +1016,17 @@ class NotebookReader:
                     given.setdefault(name, set()).update(paths)
             texts = [self._text(index, source, True) for index, source in readable]
             self._last = (key, _StatementIndex(texts, given, failed))
-        return readable, self._last[1]
+        return self._last[1]
 
     def read(self, before, answer, forbidden, substituted=()):
         """(finding, notes) for the test cell at index `before` (see the module's `read`)."""
+        readable = readable_cells(self.cells, before)
         # Measured before any parsing: 2 MB of one-line statements cost 36 s of the grader's
         # CPU to index, for every test cell after them.
-        if sum(len(source) for _, source in readable_cells(self.cells, before)) > MAX_SOURCE_CHARS:
+        if sum(len(source) for _, source in readable) > MAX_SOURCE_CHARS:
             return (Finding(f"your notebook's code is longer than the grader reads ({MAX_SOURCE_CHARS:,} "
                             f"characters), so it cannot tell which functions `{answer}` uses") if forbidden else None), []
-        readable, index = self._prefix(before)
+        index = self._prefix(before, readable)
         notes = list(index.notes)
         judge = _RouteJudge(index, answer, forbidden or ())
         found = judge.judge_notebook() if forbidden else None
