@@ -99,6 +99,86 @@ def test_function_defined_in_a_notebook_and_planted_in_course_utils_is_caught(re
     assert "course_utils.reference.mistakes.check" in tamper.tampered()
 
 
+@pytest.mark.parametrize("plant", ["replace", "add", "delete_and_add", "module", "new_module",
+                                   "new_module_in_place_of_another"])
+def test_a_plant_after_a_clean_check_is_caught_however_it_is_made(plant):
+    """verify() remembers the modules it found clean; a change of any kind after that is seen."""
+    import sys
+    import types
+
+    import course_utils.grading.checks as checks
+    fake = eval("lambda *a, **k: None", {"__name__": "__main__"})
+    tamper.verify()
+    tamper.verify()  # the second call answers from what the first remembered
+    saved = checks.mismatch
+    if plant == "replace":
+        checks.mismatch = fake
+        expected = "course_utils.grading.checks.mismatch"
+    elif plant == "add":
+        checks.planted = fake
+        expected = "course_utils.grading.checks.planted"
+    elif plant == "delete_and_add":  # the same number of names, one of them new
+        del checks.mismatch
+        checks.planted = fake
+        expected = "course_utils.grading.checks.planted"
+    elif plant == "module":  # the module swapped in sys.modules for one of the notebook's
+        original = sys.modules["course_utils.grading.checks"]
+        impostor = types.ModuleType("course_utils.grading.checks")
+        impostor.mismatch = fake
+        sys.modules["course_utils.grading.checks"] = impostor
+        expected = "course_utils.grading.checks.mismatch"
+    else:  # a course_utils module that was never imported, planted before its first import
+        if plant == "new_module_in_place_of_another":  # with as many modules loaded as before
+            import colorsys
+            tamper.verify()
+            del sys.modules["colorsys"]
+        impostor = types.ModuleType("course_utils.planted_catalogue")
+        impostor.check = fake
+        sys.modules["course_utils.planted_catalogue"] = impostor
+        expected = "course_utils.planted_catalogue.check"
+    try:
+        with pytest.raises(TamperError, match=expected.replace(".", r"\.")):
+            tamper.verify()
+        with pytest.raises(TamperError, match=expected.replace(".", r"\.")):
+            tamper.verify()  # and again: a module found tampered is not remembered as clean
+    finally:
+        if plant in ("add", "delete_and_add"):
+            del checks.planted
+        checks.mismatch = saved
+        if plant == "module":
+            sys.modules["course_utils.grading.checks"] = original
+        if plant.startswith("new_module"):
+            del sys.modules["course_utils.planted_catalogue"]
+        if plant == "new_module_in_place_of_another":
+            sys.modules["colorsys"] = colorsys
+    assert tamper.tampered() == []
+
+
+def test_a_plant_made_while_the_guard_reads_a_module_is_caught_next_time():
+    """The guard reads each value's __module__: a property of the student's can run then, and
+    change the module being read. What was read is what is remembered, so the change is seen."""
+    import course_utils.grading.checks as checks
+    fake = eval("lambda *a, **k: None", {"__name__": "__main__"})
+
+    class Sly:
+        def __call__(self):
+            return None
+
+        @property
+        def __module__(self):
+            checks.planted_late = fake
+            return "somewhere_else"
+
+    checks.sly = Sly()
+    try:
+        tamper.tampered()  # reads sly, which plants planted_late meanwhile
+        assert "course_utils.grading.checks.planted_late" in tamper.tampered()
+    finally:
+        del checks.sly
+        checks.__dict__.pop("planted_late", None)
+    assert tamper.tampered() == []
+
+
 def test_tampering_inside_the_students_function_is_caught(restore):
     def sneaky(q, k, v):
         restore.append((np, "allclose", np.allclose))
