@@ -223,6 +223,13 @@ def _op_mode(ops, called):
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class ForbiddenOps(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls):
+            # PyTorch otherwise wraps __torch_dispatch__ in torch._disable_dynamo, which imports
+            # TorchDynamo (a second of CPU) the first time any operator runs under the guard, and
+            # adds a wrapper to every operator's dispatch. Nothing here is ever compiled.
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = func.name() if hasattr(func, "name") else str(func)
             if _depth() == 0 and name.split(".")[0] in ops:
