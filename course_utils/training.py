@@ -14,6 +14,8 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_compl
 import torch
 from tqdm.auto import tqdm
 
+from course_utils import optim
+
 
 @contextlib.contextmanager
 def one_thread():
@@ -61,18 +63,11 @@ def in_parallel(tasks, workers=2, models=None, stop=None, description=None):
     bar = progress(total=len(tasks), desc=description, disable=description is None, unit="runs")
     with bar, torch.random.fork_rng(devices=[]), one_thread():
         if models is not None and workers > 1 and len(tasks) > 1 and _can_fork():
-            _import_what_workers_would_each_import()
             try:
                 return _in_processes(tasks, [_as_modules(m) for m in models], workers, bar)
             except _ForkRefused:
                 pass  # the system allows no more processes (a sandbox's limit): threads instead
         return _in_threads(tasks, workers, stop or threading.Event(), bar)
-
-
-def _import_what_workers_would_each_import():
-    # Building any torch.optim optimiser imports torch._dynamo (about 2 s of CPU). Imported here,
-    # once, forked workers inherit it; otherwise every worker of every in_parallel call pays it again.
-    import torch._dynamo  # noqa: F401
 
 
 def _can_fork():
@@ -358,7 +353,7 @@ def train_next_char(make_model, steps, context, batch_size, lr, seed=0, text=Non
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     model = make_model(len(vocab))
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = optim.Adam(model.parameters(), lr=lr)
     losses = []
     model.train()
     for _ in (progress or (lambda r: r))(range(steps)):

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from course_utils import optim
 from course_utils.data import dates
 from course_utils.training import fit_and_evaluate, one_thread
 
@@ -286,7 +287,7 @@ def fit(model, steps, batch_size=64, lr=0.01, seed=0, eval_pairs=(), eval_every=
         torch.manual_seed(seed)
         return fit_and_evaluate(
             model, steps, dates.training_batches(batch_size, seed=seed), _teacher_forced_loss,
-            torch.optim.Adam(model.parameters(), lr=lr, fused=True),
+            optim.Adam(model.parameters(), lr=lr, fused=True),
             evaluate=(lambda trained: exact_match(trained, eval_pairs)) if eval_pairs else None,
             eval_every=eval_every, stop_at=stop_at, description=description)
 

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_utils import optim
 from course_utils.data import dates
 from course_utils.grading.errors import GradingError
 from course_utils.models.seq2seq import steps_to  # one definition for both models' histories
@@ -351,7 +352,7 @@ def fit(model, steps, batch_size=64, lr=3e-3, warmup=50, seed=0, eval_pairs=(), 
     with one_thread():
         torch.manual_seed(seed)
         # fused: one kernel for all the parameters, a third of the plain step's time for this small model
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), fused=True)
+        optimizer = optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), fused=True)
         return fit_and_evaluate(
             model, steps, dates.training_batches(batch_size, seed=seed), teacher_forced_loss, optimizer,
             evaluate=(lambda trained: exact_match(trained, eval_pairs)) if eval_pairs else None,

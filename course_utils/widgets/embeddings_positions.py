@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from course_utils import optim
 from course_utils.training import one_thread
 
 __all__ = [
@@ -57,7 +58,7 @@ def train_skipgram(centers, contexts, vocab_size, dim=16, steps=300, lr=0.05, se
         torch.manual_seed(seed)
         embed = nn.Embedding(vocab_size, dim)
         output = nn.Linear(dim, vocab_size, bias=False)
-        optimiser = torch.optim.Adam(list(embed.parameters()) + list(output.parameters()), lr=lr)
+        optimiser = optim.Adam(list(embed.parameters()) + list(output.parameters()), lr=lr)
         centers = torch.as_tensor(centers)
         contexts = torch.as_tensor(contexts)
         losses = []
@@ -129,7 +130,7 @@ def train_previous_token_scorer(kind, d_model=16, train_len=32, total_len=64, st
         else:
             raise ValueError(f"kind must be 'sinusoidal' or 'learned', got {kind!r}")
         A = nn.Parameter(0.1 * torch.randn(d_model, d_model))
-        optimiser = torch.optim.Adam(parameters + [A], lr=lr)
+        optimiser = optim.Adam(parameters + [A], lr=lr)
         queries = torch.arange(1, train_len)
         for _ in range(steps):
             E = encodings()

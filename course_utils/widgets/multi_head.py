@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from course_utils import plots
+from course_utils import optim, plots
 from course_utils.data import relations
 from course_utils.training import in_parallel
 
@@ -77,7 +77,7 @@ def _train_relation(model, steps, batch_size, seq_len, vocab_size, lr, seed, eva
     torch.set_num_threads(1)
     try:
         generator = torch.Generator().manual_seed(seed)
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        optimizer = optim.Adam(model.parameters(), lr=lr)
         losses, curve = [], []
         for step in range(steps):
             tokens, targets = relations.make_batch(batch_size, seq_len, vocab_size, generator)

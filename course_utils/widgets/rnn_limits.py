@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from course_utils import optim
 from course_utils.data import sequences
 from course_utils.models.seq2seq import bidirectional_gru
 from course_utils.training import in_parallel
@@ -279,7 +280,7 @@ def _new_seq2seq(seed, n_symbols, hidden, embed, attention, bidirectional):
 
 
 def _fit_seq2seq(model, task, lengths, steps, batch_size, lr, seed, progress, callback):
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+    optimizer = optim.Adam(model.parameters(), lr=lr, fused=True)
     loss_fn = nn.CrossEntropyLoss()
     stream = sequences.batches(task, batch_size, lengths, model.n_symbols, seed=seed)
     losses = []
