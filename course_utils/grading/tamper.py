@@ -9,9 +9,9 @@ This stops naive tampering (`np.allclose = lambda *a, **k: True`); it is not a s
 autograder adds isolation around it.
 """
 import importlib
-import operator
 import sys
 
+from . import namespaces
 from .errors import TamperError
 
 # "module:attribute" pairs that tests rely on, directly or through NumPy and PyTorch.
@@ -78,27 +78,6 @@ def _defined_in_notebook(obj):
     return getattr(obj, "__module__", None) in _NOTEBOOK_MODULES
 
 
-# Every check calls verify(), dozens of times a test cell; scanning every attribute of every
-# course_utils module each time cost about 2 ms a call where many modules are loaded. A module
-# found clean is remembered with the exact keys and values it held; while it holds those same
-# objects (compared by identity, in C, with no code of the student's run) it is as clean as
-# when it was scanned: any reassignment, addition or deletion changes what it holds, and the
-# module is scanned again. (A function changed in place, say its __code__, was never caught by
-# the scan either: it is the same object.)
-_scanned_clean = {}  # module name -> (module, its keys, its values) when last found clean
-_course_modules = ((), [])  # (sys.modules' keys when last listed, the course_utils names among them)
-
-
-def _course_module_names():
-    global _course_modules
-    names = tuple(sys.modules)
-    listed, course = _course_modules
-    if len(names) != len(listed) or not all(map(operator.is_, names, listed)):
-        course = [n for n in names if type(n) is str and (n == "course_utils" or n.startswith("course_utils."))]
-        _course_modules = (names, course)
-    return course
-
-
 def _replaced_in(name, keys, values):
     before = _captured_modules.get(name, {})
     for attr, value in zip(keys, values):
@@ -113,30 +92,24 @@ def _replaced_in(name, keys, values):
             yield f"{name}.{attr}"
 
 
-def _unchanged_since_clean(name, module, namespace):
-    seen = _scanned_clean.get(name)
-    return (seen is not None and seen[0] is module and len(namespace) == len(seen[1])
-            and all(map(operator.is_, namespace, seen[1]))
-            and all(map(operator.is_, namespace.values(), seen[2])))
+# Modules found clean, remembered while they hold what was scanned (namespaces.py): a check
+# pays a few identity comparisons per module, not a read of every attribute. (A function changed
+# in place, say its __code__, is the same object: the scan never caught that either.)
+_clean = namespaces.Remembered()
 
 
 def _replaced_course_functions():
-    for name in _course_module_names():
+    for name in namespaces.loaded("course_utils"):
         module = sys.modules.get(name)
-        if module is None:
+        if module is None or _clean.lookup(name, module)[0]:
             continue
-        namespace = vars(module)
-        if _unchanged_since_clean(name, module, namespace):
-            continue
-        # What is scanned is what is remembered: a value's __module__ could be a property of the
-        # student's that changes the module while it is read; the next call then scans again.
-        keys, values = tuple(namespace), tuple(namespace.values())
+        keys, values = _clean.snapshot(module)
         found = list(_replaced_in(name, keys, values))
         if found:
-            _scanned_clean.pop(name, None)
+            _clean.forget(name)
             yield from found
         else:
-            _scanned_clean[name] = (module, keys, values)
+            _clean.keep(name, module, keys, values, True)
 
 
 def tampered():
