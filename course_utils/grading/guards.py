@@ -32,7 +32,7 @@ import sys
 import threading
 import traceback
 
-from . import tamper
+from . import namespaces, tamper
 from .errors import GradingError
 
 ATTENTION_BUILTINS = (
@@ -194,16 +194,28 @@ def _aliases(entries):
     return _cached_aliases(tuple(entries), loaded)
 
 
+# Each reference module's functions, remembered while the module holds what was read
+# (namespaces.py): every guarded call lists them twice, and the tests load hundreds.
+_reference_seen = namespaces.Remembered()
+
+
 def _reference_functions():
     try:  # load it, so that an import inside the student's function meets the recorder
         importlib.import_module("course_utils.reference")
     except ImportError:  # the student bundle has no reference, so nothing to forbid
         pass
-    for name, module in list(sys.modules.items()):
-        if name.startswith("course_utils.reference") and module is not None:
-            for attr, value in list(vars(module).items()):
-                if callable(value) and getattr(value, "__module__", "").startswith("course_utils.reference"):
-                    yield module, attr, value
+    for name in namespaces.loaded("course_utils.reference"):
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        known, functions = _reference_seen.lookup(name, module)
+        if not known:
+            keys, values = _reference_seen.snapshot(module)
+            functions = [(attr, value) for attr, value in zip(keys, values)
+                         if callable(value) and _is_reference(value)]
+            _reference_seen.keep(name, module, keys, values, functions)
+        for attr, value in functions:
+            yield module, attr, value
 
 
 def _is_reference(fn):

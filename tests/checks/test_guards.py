@@ -50,6 +50,41 @@ def test_the_reference_is_forbidden_too():
         grading.call_without(via_reference, (q, k, v), forbidden=grading.ATTENTION_BUILTINS)
 
 
+@pytest.mark.parametrize("change", ["new_function", "replaced_function", "new_module"])
+def test_a_reference_function_that_appears_after_a_guarded_call_is_forbidden_too(change):
+    """The guard remembers each reference module's functions while the module is unchanged; a
+    function added to one, or a reference module loaded since, is seen at the next call."""
+    import sys
+    import types
+
+    import course_utils.reference.attention as attention
+    planted = eval("lambda q, k, v: (q, None)", {"__name__": "course_utils.reference.attention"})
+    grading.call_without(honest, (q, k, v), forbidden=grading.ATTENTION_BUILTINS)  # remembered now
+    name = "scaled_dot_product_attention" if change == "replaced_function" else "shortcut"
+    saved = getattr(attention, name, None)
+    if change in ("new_function", "replaced_function"):
+        setattr(attention, name, planted)
+        holder = attention
+    else:
+        holder = types.ModuleType("course_utils.reference.late_topic")
+        holder.shortcut = planted
+        sys.modules[holder.__name__] = holder
+
+    def via_shortcut(q, k, v):
+        return getattr(holder, name)(q, k, v)[0]
+
+    try:
+        with pytest.raises(GradingError, match=f"{holder.__name__}.{name}".replace(".", r"\.")):
+            grading.call_without(via_shortcut, (q, k, v), forbidden=grading.ATTENTION_BUILTINS)
+    finally:
+        if change == "new_function":
+            del attention.shortcut
+        elif change == "replaced_function":
+            attention.scaled_dot_product_attention = saved
+        else:
+            del sys.modules[holder.__name__]
+
+
 def test_guard_restores_what_it_patched():
     before = F.scaled_dot_product_attention
     with pytest.raises(GradingError):
