@@ -24,6 +24,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Unicode
 
 from course_utils.grading import probe
+from course_utils.kernel_messages import ReadsPromptly
 
 from . import judge, routes
 
@@ -222,10 +223,12 @@ class _ProbeInbox:
         self.bytes.pop(cell_index, None)
 
 
-class SandboxedExecute(Execute):
+class SandboxedExecute(ReadsPromptly, Execute):
     """Execute each cell; after a timeout or a dead kernel, mark the rest as not run. Its output
     is bounded (_OutputBudget), its probe messages kept aside (_ProbeInbox), and each graded
-    test cell judged as it ends (_judge)."""
+    test cell judged as it ends (_judge). Its kernel client reads every message promptly
+    (course_utils/kernel_messages.py: otherwise a cell can wait its whole timeout for a reply
+    that has arrived)."""
 
     hidden_cases = Unicode("", help="The file of hidden-test cases given to the sandbox; test "
                            "cells with a hidden catalogue check are judged against it.").tag(config=True)

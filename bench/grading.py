@@ -40,9 +40,10 @@ def _isolated_home(root):
 
 def raw_execution(paths, timeout, grading_flag):
     """Wall seconds to execute every notebook with plain nbclient, serially, each in a fresh
-    kernel over IPC sockets as the grader's kernels talk (tests/run_notebook.py says why: over TCP,
-    nbclient sometimes waits on an idle kernel, which made this baseline 47 s per notebook of 05
-    instead of 8, and the ratio below meaningless). grading_flag: with NBGRADER_EXECUTION set, as
+    kernel over IPC sockets as the grader's kernels talk, its client reading every message
+    promptly (tests/run_notebook.py; plain nbclient sometimes waits out a whole cell timeout for a
+    message that has arrived, which once made this baseline 47 s per notebook of 05 instead of 8,
+    and the ratio below meaningless). grading_flag: with NBGRADER_EXECUTION set, as
     while grading (the notebooks then skip their costliest demonstrations), or without it, as a
     student runs them."""
     import nbformat

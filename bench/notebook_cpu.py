@@ -15,7 +15,8 @@ import tempfile
 import time
 
 import nbformat
-from nbclient import NotebookClient
+
+from course_utils.kernel_messages import notebook_client
 
 
 def _private_jupyter_folders():
@@ -30,8 +31,8 @@ def measure(path, top=8, save=None):
     """Run the notebook at `path` top to bottom; print the `top` costliest cells and the total."""
     _private_jupyter_folders()
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                            resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}})
+    client = notebook_client(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                             resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}})
     tick = os.sysconf("SC_CLK_TCK")
 
     def kernel_cpu():  # utime, stime, cutime, cstime of the kernel process

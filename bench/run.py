@@ -43,8 +43,8 @@ def describe_machine():
 
 
 def time_notebooks():
-    """Each source notebook in a fresh kernel over IPC sockets, as the grader runs it (over TCP,
-    nbclient has waited on idle kernels: see tests/run_notebook.py)."""
+    """Each source notebook in a fresh kernel over IPC sockets, as the grader runs it, its client
+    reading every message promptly (tests/run_notebook.py says why)."""
     sys.path.insert(0, str(ROOT))
     from tests.run_notebook import execute
 

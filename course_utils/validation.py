@@ -14,12 +14,14 @@ course root's `nbgrader_config.py` and the bundle's). It changes four methods of
 - `validate` names failing cells by the exercise heading the student saw, not by their source
   (this is what the toolbar dialog shows);
 - `validate_and_print` prints one line per exercise, wrapped, never cut;
-and it starts the kernel that runs the notebook with its log at ERROR level (no TCP warning).
+and it starts the kernel that runs the notebook with its log at ERROR level (no TCP warning), its
+client reading every message promptly (course_utils/kernel_messages.py).
 """
 import re
 import textwrap
 
 from course_utils.grading.progress import exercises
+from course_utils.kernel_messages import ReadsPromptly
 
 GRADING_ERRORS = ("GradingError", "TamperError")
 QUIET_KERNEL = ["--IPKernelApp.log_level=ERROR"]
@@ -82,8 +84,10 @@ def install():
         return results
 
     def _preprocess(self, nb):
-        class QuietExecute(Execute):
-            """nbgrader's Execute with the kernel's own log quiet (no TCP warning)."""
+        class QuietExecute(ReadsPromptly, Execute):
+            """nbgrader's Execute with the kernel's own log quiet (no TCP warning), reading every
+            message promptly (course_utils/kernel_messages.py: otherwise Validate can wait a
+            cell's whole timeout for a reply that has arrived)."""
 
             def start_new_kernel(self, **kwargs):
                 self.extra_arguments = list(self.extra_arguments) + [

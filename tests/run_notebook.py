@@ -1,13 +1,14 @@
 """Run one notebook with nbclient, as `jupyter execute --inplace` does, over IPC sockets.
 
-Why not `jupyter execute` itself: it talks to the kernel over TCP ports on localhost, and in the
-wheel's fresh venv, with other tests' kernels starting beside it, two runs (07 and 09) waited for
-10 minutes with their kernels idle and answering other clients (nbclient's own reports of such
-waits: jupyter/nbclient#312, jupyter/nbconvert#2029). The grader's kernels talk over IPC sockets in
-a folder of their own and have never waited so; this script does the same.
+Why not `jupyter execute` itself: its client waits for each cell's messages with one poll per
+cell timeout, and a message whose wake-up was lost sits unread until that timeout ends. In the
+wheel's fresh venv two runs (07 and 09) once waited 10 minutes with their kernels idle, as a lost
+wake-up would make them. This script's client reads every message promptly
+(course_utils/kernel_messages.py says why and how), and talks over IPC sockets in a folder of its
+own, as the grader's kernels do.
 
-Runs in the environment under test (the student wheel's fresh venv): it imports nbformat, nbclient
-and jupyter_client only, all dependencies of the course.
+Runs in the environment under test (the student wheel's fresh venv): it imports nbformat, nbclient,
+jupyter_client and the course_utils installed there, all part of the course.
 usage: python run_notebook.py NOTEBOOK [TIMEOUT]; exit 0, or 1 when a cell raised (the run is saved).
 """
 import os
@@ -17,8 +18,9 @@ import tempfile
 
 import nbformat
 from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+
+from course_utils.kernel_messages import notebook_client
 
 
 def execute(nb, folder, timeout=600, **options):
@@ -28,8 +30,10 @@ def execute(nb, folder, timeout=600, **options):
     sockets = tempfile.mkdtemp(prefix="kernel-ipc-")
     try:
         km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(sockets, "kernel"))
-        NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(folder)}}, **options).execute()
+        # cleanup_kc: shut the kernel down and remove its connection file at the end (nbclient
+        # leaves a kernel it did not start running, until this process exits).
+        notebook_client(nb, km=km, timeout=timeout, kernel_name="python3",
+                        resources={"metadata": {"path": str(folder)}}, **options).execute(cleanup_kc=True)
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
 

@@ -1,11 +1,12 @@
 """In a real kernel, a failed check shows one sentence and nbgrader still sees an error."""
 import nbformat
-from nbclient import NotebookClient
+
+from course_utils.kernel_messages import notebook_client
 
 
 def run(cells):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True).execute()
+    notebook_client(nb, timeout=60, kernel_name="python3", allow_errors=True).execute()
     return nb
 
 
