@@ -22,22 +22,23 @@ it starts; `notebook_client(...)` is nbclient's `NotebookClient` with the mixin.
 import time
 from queue import Empty
 
-from jupyter_core.utils import run_sync
+from jupyter_core.utils import ensure_async, run_sync
 
 SLICE_SECONDS = 0.25
 _MARK = "_course_reads_promptly"
 
 
 def sliced(get_msg, slice_seconds=SLICE_SECONDS):
-    """An async `get_msg(timeout=None)` that calls the channel's own `get_msg` with at most
-    `slice_seconds` at a time until a message comes (returned) or `timeout` passes (queue.Empty,
-    as the channel raises it). `timeout=None` waits without end, slice after slice."""
+    """An async `get_msg(timeout=None)` that calls the channel's own `get_msg` (a coroutine's, or
+    a blocking client's plain one) with at most `slice_seconds` at a time until a message comes
+    (returned) or `timeout` passes (queue.Empty, as the channel raises it). `timeout=None` waits
+    without end, slice after slice."""
     async def get_msg_in_slices(timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             left = slice_seconds if deadline is None else deadline - time.monotonic()
             try:
-                return await get_msg(timeout=max(0.0, min(slice_seconds, left)))
+                return await ensure_async(get_msg(timeout=max(0.0, min(slice_seconds, left))))
             except Empty:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise

@@ -39,6 +39,20 @@ def test_a_stranded_message_is_read_when_a_slice_ends(timeout):
     assert all(t is not None and 0 <= t <= 0.01 for t in channel.timeouts), channel.timeouts
 
 
+def test_a_blocking_clients_get_msg_is_sliced_too():
+    """A NotebookClient given a (blocking) KernelManager gets a client whose get_msg is plain."""
+    calls = []
+
+    def get_msg(timeout=None):
+        calls.append(timeout)
+        if len(calls) < 3:
+            raise Empty
+        return {"msg_type": "kernel_info_reply"}
+
+    assert asyncio.run(kernel_messages.sliced(get_msg, slice_seconds=0.01)(timeout=30)) == {"msg_type": "kernel_info_reply"}
+    assert len(calls) == 3 and all(t <= 0.01 for t in calls), calls
+
+
 def test_without_a_message_it_raises_empty_once_the_timeout_has_passed():
     channel = LostWakeUp(ready_on_call=10**9)
     get_msg = kernel_messages.sliced(channel.get_msg, slice_seconds=0.01)
@@ -91,6 +105,29 @@ def test_a_real_kernel_client_of_notebook_client_reads_promptly():
         assert kernel_messages.reads_promptly(client.kc)
         client.execute_cell(nb.cells[0], 0)
     assert nb.cells[0].outputs[0]["text"] == "42\n"
+
+
+@pytest.mark.slow
+def test_the_test_runner_runs_a_notebook_on_its_own_kernel_manager(tmp_path):
+    """tests/run_notebook.py hands nbclient a blocking KernelManager over IPC sockets, as the
+    student wheel's test does, and shuts that kernel down at the end."""
+    from tests import run_notebook
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import os; print(os.getpid())")])
+    run_notebook.execute(nb, tmp_path, timeout=60)
+    pid = int(nb.cells[0].outputs[0]["text"])
+    deadline = time.monotonic() + 30  # the kernel was asked to stop; allow it to finish exiting
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(pid), "the kernel outlived the run"
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_the_grader_executes_with_it():
