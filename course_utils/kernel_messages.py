@@ -6,14 +6,16 @@ pyzmq wakes those polls through an edge-triggered descriptor (`ZMQ_FD`). Some wa
 nbclient's stand-in for an ipywidgets `Output` sends comm messages on the shell socket while the
 cell runs, and every notebook of the course has such a widget. A message whose wake-up is lost
 sits in the socket, unread, until the poll's own timeout makes pyzmq look again: the whole cell
-timeout. Measured in the grader (`--timeout 120`, two jobs): one untouched notebook 10 in twelve
-waited 119.8 s after its widget cell, every time the twelve were graded; the Gradescope run of
-notebook 15 once took 103 s instead of 44 s; the student wheel's test runs once waited 10 min.
+timeout. Measured in the grader (`--timeout 120`, two jobs): in each of three gradings of twelve
+untouched notebook 10s, one waited 119.8 s after its widget cell for a reply whose timestamp was
+119.8 s older; the Gradescope runs of notebook 15 (60 s per cell) took 103 s and 109 s where
+others took 44 s.
 
 The cure does not depend on which send swallowed which edge: poll in short slices. A slice that
 ends re-reads the socket's state (pyzmq's `poll(0)`), so a stranded message is read within one
-slice. With slices of 0.25 s the same twelve notebooks were graded without a wait, and messages
-found only when a slice ended showed up on both sockets (an `execute_reply`, `display_data`).
+slice. With slices of 0.5 s, messages read only as a slice ended showed up on both sockets (an
+`execute_reply`, `display_data`); with slices of 0.25 s the twelve notebooks were graded twice
+without a wait, in 75 s and 65 s instead of 165 s to 170 s.
 
 `read_promptly(kc)` does this to a kernel client's shell and IOPub channels; `ReadsPromptly` is a
 mixin for an nbclient `NotebookClient` (nbgrader's `Execute` is one) that applies it to the client
