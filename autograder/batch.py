@@ -524,8 +524,8 @@ class Batch:
         # Kernel sockets live in a short, neutral folder: bound into each sandbox at the same
         # path, it must not reveal (or sit under) the output folder; AF_UNIX paths are short.
         self.sockets = tempfile.mkdtemp(prefix="autograder-")
-        self._prepare_kernels()
-        try:
+        try:  # removed even when preparing the kernels fails (a refused batch leaves nothing)
+            self._prepare_kernels()
             return self._run()
         finally:
             shutil.rmtree(self.sockets, ignore_errors=True)

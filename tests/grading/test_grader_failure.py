@@ -122,3 +122,27 @@ def test_a_grader_killed_mid_grading_gives_no_score(tmp_path):
         else:
             data = json.loads(results.read_text())
             assert data["gradable"] is False and data["format_errors"] and "score" not in data
+
+
+def test_a_batch_that_fails_while_preparing_its_kernels_leaves_no_socket_folder(tmp_path, monkeypatch):
+    """The kernels' socket folder (in the temporary folder) is removed whatever stops the batch
+    after it was made; a refused fallback once left an empty one behind per run."""
+    import tempfile
+
+    from autograder import batch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    job = object.__new__(batch.Batch)
+    job.work, job.course_root = str(tmp_path / "work"), str(tmp_path / "course")
+    monkeypatch.setattr(job, "check_sandbox", lambda: "bwrap", raising=False)
+    monkeypatch.setattr(job, "_course_assignments", lambda: ["01_a"], raising=False)
+    monkeypatch.setattr(job, "_verdict_folder", lambda: None, raising=False)
+    monkeypatch.setattr(batch, "_course_utils_dir", lambda root: root)
+
+    def refuse():
+        raise batch.GradingRefused("the fallback cannot start here")
+    monkeypatch.setattr(job, "_prepare_kernels", refuse, raising=False)
+    with pytest.raises(batch.GradingRefused):
+        job.run()
+    assert os.listdir(tmp_path / "tmp") == []
