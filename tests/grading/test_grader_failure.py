@@ -9,7 +9,9 @@ of another environment left a cached verdict; a class run names it in problems.c
 """
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 
 import nbformat
@@ -107,7 +109,17 @@ def test_a_grader_killed_mid_grading_gives_no_score(tmp_path):
     upload = tmp_path / "upload"
     upload.mkdir()
     nbformat.write(H.honest(course, A, NB), upload / NB)
-    env = dict(os.environ, PYTHONPATH=str(H.REPO), AUTOGRADER_TEST_CRASH_ON="doomed")
+    # The dying process cannot remove its temporary folders (a container is thrown away): they
+    # go to a folder of the test's own, short as kernel socket paths need, removed at the end.
+    leftovers = tempfile.mkdtemp(prefix="crash-")
+    env = dict(os.environ, PYTHONPATH=str(H.REPO), AUTOGRADER_TEST_CRASH_ON="doomed", TMPDIR=leftovers)
+    try:
+        _refused_on_each_platform(course, upload, tmp_path, env)
+    finally:
+        shutil.rmtree(leftovers, ignore_errors=True)
+
+
+def _refused_on_each_platform(course, upload, tmp_path, env):
     for platform, expected in (("prairielearn", 0), ("gradescope", 2)):
         results = tmp_path / platform / "results.json"
         results.parent.mkdir()
@@ -126,9 +138,7 @@ def test_a_grader_killed_mid_grading_gives_no_score(tmp_path):
 
 def test_a_batch_that_fails_while_preparing_its_kernels_leaves_no_socket_folder(tmp_path, monkeypatch):
     """The kernels' socket folder (in the temporary folder) is removed whatever stops the batch
-    after it was made; a refused fallback once left an empty one behind per run."""
-    import tempfile
-
+    after it was made, preparing the kernels included."""
     from autograder import batch
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
