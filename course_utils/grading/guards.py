@@ -211,11 +211,10 @@ def _reference_functions():
         known, functions = _reference_seen.lookup(name, module)
         if not known:
             keys, values = _reference_seen.snapshot(module)
-            functions = [(attr, value) for attr, value in zip(keys, values)
+            functions = [(module, attr, value, _label(module, attr)) for attr, value in zip(keys, values)
                          if callable(value) and _is_reference(value)]
             _reference_seen.keep(name, module, keys, values, functions)
-        for attr, value in functions:
-            yield module, attr, value
+        yield from functions
 
 
 def _is_reference(fn):
@@ -267,35 +266,54 @@ def _function_mode(targets, called):
     return ForbiddenFunctions()
 
 
+# One recording wrapper per (function, label), made once and patched in at every guarded call:
+# a guarded call patches a few hundred names where the reference is loaded (the tests, nbval),
+# and making their wrappers anew each time (functools.wraps) was most of the guard's cost.
+# While patched in, a wrapper records into the list of the call that patched it (the last one
+# on its `sinks`); once removed, a copy the student kept records nothing.
+_recorders = {}  # (id(original), label) -> (original, wrapper, sinks)
+
+
+def _recorder(label, original):
+    kept = _recorders.get((id(original), label))
+    if kept is not None and kept[0] is original:
+        return kept[1], kept[2]
+    sinks = []
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        if not sinks:  # a copy kept from an earlier call: the other nets see the original
+            return original(*args, **kwargs)
+        if _depth() == 0:
+            sinks[-1].append(label)
+        _state.depth = _depth() + 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _state.depth -= 1
+
+    _recorders[(id(original), label)] = (original, wrapper, sinks)
+    return wrapper, sinks
+
+
 @contextlib.contextmanager
 def _recording(entries, called, forbid_reference=True):
     patched = []
-
-    def recorder(label, original):
-        @functools.wraps(original)
-        def wrapper(*args, **kwargs):
-            if _depth() == 0:
-                called.append(label)
-            _state.depth = _depth() + 1
-            try:
-                return original(*args, **kwargs)
-            finally:
-                _state.depth -= 1
-        return wrapper
-
     ops = {entry for entry in entries if _is_op(entry)}
     wanted = [(holder, attr, obj, label) for holder, attr, obj, label in _aliases(entries)
               if getattr(holder, attr, None) is obj]
     if forbid_reference:
-        wanted += [(module, attr, value, _label(module, attr)) for module, attr, value in _reference_functions()]
+        wanted += _reference_functions()
     try:
         for holder, attr, obj, label in wanted:
             own = attr in vars(holder)
+            wrapper, sinks = _recorder(label, obj)
             try:
-                setattr(holder, attr, recorder(label, obj))
+                setattr(holder, attr, wrapper)
             except (AttributeError, TypeError):  # a read-only namespace: the other nets remain
                 continue
-            patched.append((holder, attr, obj, own))
+            sinks.append(called)
+            patched.append((holder, attr, obj, own, sinks))
         # Keyed by the originals: a call through a patched name reaches the mode as the
         # original inside our recorder (depth 1), and is recorded once, by the recorder.
         targets = {id(obj): label for _, _, obj, label in wanted}
@@ -306,11 +324,12 @@ def _recording(entries, called, forbid_reference=True):
                 modes.enter_context(_op_mode(ops, called))
             yield
     finally:
-        for holder, attr, obj, own in reversed(patched):
+        for holder, attr, obj, own, sinks in reversed(patched):
             if own:
                 setattr(holder, attr, obj)
             else:  # inherited (a method of a base class): remove our override
                 delattr(holder, attr)
+            sinks.pop()
 
 
 def _imported_directly(fn, entries):
@@ -318,7 +337,7 @@ def _imported_directly(fn, entries):
     for *_, obj, label in _aliases(entries):
         forbidden.setdefault(id(obj), label)
     if not _is_reference(fn):
-        for _, attr, value in _reference_functions():
+        for _, attr, value, _ in _reference_functions():
             forbidden[id(value)] = f"{value.__module__}.{attr}"
     code = getattr(fn, "__code__", None)
     if code is None:

@@ -92,6 +92,32 @@ def test_guard_restores_what_it_patched():
     assert F.scaled_dot_product_attention is before
 
 
+def test_a_forbidden_function_kept_from_an_earlier_call_is_caught_later_and_harmless_outside():
+    """What a guarded call patches in is the recorder of that function; a student's function can
+    keep it (reading the name is allowed) and call it in a later guarded call, or outside one."""
+    kept = []
+
+    def keeps_it(q, k, v):
+        kept.append(F.scaled_dot_product_attention)
+        return honest(q, k, v)
+
+    grading.call_without(keeps_it, (q, k, v), forbidden=grading.ATTENTION_BUILTINS)
+    assert kept[0] is not imported_sdpa  # it kept the recorder, not the function
+    assert torch.allclose(kept[0](q, k, v), imported_sdpa(q, k, v))  # outside a guarded call: no effect
+    with pytest.raises(GradingError, match="scaled_dot_product_attention"):
+        grading.call_without(lambda q, k, v: kept[0](q, k, v), (q, k, v), forbidden=grading.ATTENTION_BUILTINS)
+    # Where the function is not forbidden, the kept copy is judged as the function itself would be.
+    for forbidden in (grading.SOFTMAX_BUILTINS, grading.AUTOGRAD_BUILTINS):
+        outcomes = []
+        for call in (kept[0], imported_sdpa):
+            try:
+                grading.call_without(lambda q, k, v: call(q, k, v), (q, k, v), forbidden=forbidden)
+                outcomes.append("passed")
+            except GradingError as error:
+                outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1]
+
+
 @pytest.fixture
 def restore():
     saved = []
