@@ -58,11 +58,12 @@ def saved(notebook, path, previous_mtime):
 
 
 @pytest.mark.parametrize("path", RELEASED)
-def test_restart_and_run_all_reaches_the_last_cell(page, student_lab, path):
+def test_restart_and_run_all_reaches_the_last_cell(lab_page, student_lab, path):
     url, root = student_lab
+    page = lab_page(url)  # one JupyterLab for every notebook, as a student keeps it open
     file = root / path
     before = file.stat().st_mtime
-    notebook = Notebook(page, url, path)
+    notebook = Notebook.opened_in(page, path)
     restart_and_run_all(notebook)
     nb = saved(notebook, file, before)
 
@@ -75,6 +76,7 @@ def test_restart_and_run_all_reaches_the_last_cell(page, student_lab, path):
     assert summary.count("fails") == len(tests), summary
     # The page shows the summary at the end, where Run All leaves the student.
     assert f"0 of {len(tests)} exercises pass" in notebook.code_cell(len(code) - 1).inner_text()
+    notebook.close_and_shut_down()
 
 
 def test_a_reopened_notebook_renders_its_widgets(page, student_lab):
@@ -96,9 +98,10 @@ def test_a_reopened_notebook_renders_its_widgets(page, student_lab):
     assert "language models:" in text or "training" in text
 
 
-def test_the_student_lab_has_no_instructor_tools(page, student_lab):
+def test_the_student_lab_has_no_instructor_tools(lab_page, student_lab):
     url, _ = student_lab
-    notebook = Notebook(page, url, RELEASED[0])
+    page = lab_page(url)
+    notebook = Notebook.opened_in(page, RELEASED[0])
     menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
     assert "File" in menus and "Nbgrader" not in menus, menus
     sidebar = " ".join(page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
@@ -107,4 +110,4 @@ def test_the_student_lab_has_no_instructor_tools(page, student_lab):
     assert page.locator("button:has-text('Validate'), [title*='Validate']").count() >= 1
     status = page.evaluate("async () => (await fetch('/formgrader')).status")
     assert status == 404
-    del notebook
+    notebook.close_and_shut_down()
