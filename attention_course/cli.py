@@ -5,7 +5,9 @@ Notebook 7, a university hub, a hosted notebook service) has no clone and no Mak
 does for them what `make lab` does in a clone: copies the released notebooks into a folder of
 their own without overwriting one they started (workspace.py), remembers their student id
 there, and installs nbgrader's one-line Validate report into this environment's Jupyter
-configuration (jupyter_setup.py). Then any Jupyter started on that folder is the course's lab.
+configuration (jupyter_setup.py); from the wheel, it also leaves nbgrader's instructor tools out
+of that environment's lab, as `make lab` does. Then any Jupyter started on that folder is the
+course's lab.
 
 The notebooks and the lab's settings are package data of the wheel (attention_course/notebooks/,
 attention_course/student_lab/, written by scripts/student_wheel.py). Run from a clone, where they
@@ -24,9 +26,14 @@ class UsageError(Exception):
     """Bad input from the command line: said in one sentence, without a traceback."""
 
 
+def from_wheel():
+    """True when this is the installed student wheel (its package data holds the notebooks)."""
+    return (PACKAGE / "notebooks").is_dir()
+
+
 def course_files():
     """(released notebooks, student lab settings): the wheel's package data, else the clone's."""
-    if (PACKAGE / "notebooks").is_dir():
+    if from_wheel():
         return PACKAGE / "notebooks", PACKAGE / "student_lab"
     clone = PACKAGE.parent
     return clone / "notebooks", clone / "scripts" / "student_lab"
@@ -47,6 +54,9 @@ def init(folder, student=None, prefix=sys.prefix, out=print):
     except OSError as error:
         raise UsageError(f"cannot write the notebooks into {folder}: {error.strerror or error}") from None
     _, hook = jupyter_setup.install(prefix, student_lab)
+    student_only = from_wheel()  # a clone's environment is the instructor's: its lab keeps nbgrader's tools
+    if student_only:
+        jupyter_setup.students_lab_only(prefix, student_lab)
 
     notebooks = sorted(p.relative_to(folder) for p in folder.glob("[0-9][0-9]_*/*.ipynb"))
     out(f"Your notebooks are in {folder.resolve()}/ ({len(notebooks)} notebooks; {len(copied)} file(s) copied now).")
@@ -59,6 +69,8 @@ def init(folder, student=None, prefix=sys.prefix, out=print):
         out("  No student id yet: run this command again with --student <your id> (your login or student "
             "number, as your instructor knows you) to get think-first numbers of your own.")
     out(f"  Validate's one-line report is set up in {hook}.")
+    if student_only:
+        out("  nbgrader's instructor tools (Formgrader, Create Assignment) are left out of this environment's lab.")
     out("Open them with one of:")
     out(f"  jupyter lab {folder}")
     out(f"  jupyter notebook {folder}")

@@ -10,6 +10,13 @@ folder or with a particular variable for Validate to speak the course's language
 2. nbgrader's Validate hook written as a marked block into `<prefix>/etc/jupyter/nbgrader_config.py`;
    whatever else that file holds (a hub's exchange settings) is kept, and writing it again
    replaces only the block.
+3. Only in a student's environment (the wheel's `attention-course init`, never the clone's
+   instructor environment): nbgrader's instructor tools (Formgrader, Create Assignment, the
+   assignment and course lists, their menu) left out of the lab, as `make lab` leaves them out
+   with scripts/student_lab/. The lab extensions are disabled in
+   `<prefix>/etc/jupyter/labconfig/page_config.json`, the server extensions in
+   `<prefix>/etc/jupyter/jupyter_server_config.json` (read after, and so over, the
+   `jupyter_server_config.d/nbgrader.json` that pip wrote); both merged into what is there.
 
 The texts themselves live in scripts/student_lab/ (overrides.json, nbgrader_config.py), which the
 clone's scripts/setup_lab.py reads and the student wheel ships as attention_course/student_lab/.
@@ -46,6 +53,32 @@ def validate_hook(prefix, hook):
     if updated != current:
         target.write_text(updated)
     return target
+
+
+def _merged(current, wanted):
+    """`current` with `wanted` written into it, dictionaries merged at every depth."""
+    for key, value in wanted.items():
+        if isinstance(value, dict) and isinstance(current.get(key), dict):
+            _merged(current[key], value)
+        else:
+            current[key] = value
+    return current
+
+
+def _merge_json(target, wanted):
+    target.parent.mkdir(parents=True, exist_ok=True)
+    current = json.loads(target.read_text()) if target.exists() else {}
+    target.write_text(json.dumps(_merged(current, wanted), indent=2) + "\n")
+    return target
+
+
+def students_lab_only(prefix, student_lab):
+    """3. above: the instructor's nbgrader tools left out of the lab of this environment."""
+    student_lab, etc = pathlib.Path(student_lab), pathlib.Path(prefix) / "etc" / "jupyter"
+    return (_merge_json(etc / "labconfig" / "page_config.json",
+                        json.loads((student_lab / "labconfig" / "page_config.json").read_text())),
+            _merge_json(etc / "jupyter_server_config.json",
+                        json.loads((student_lab / "jupyter_server_config.json").read_text())))
 
 
 def install(prefix, student_lab):

@@ -8,6 +8,7 @@ printed (`-s`) and recorded in the test report's durations.
 """
 import json
 import os
+import re
 import time
 
 import nbformat
@@ -37,6 +38,33 @@ def test_init_copies_the_notebooks_remembers_the_student_and_installs_validate(t
     assert settings["@jupyter-widgets/jupyterlab-manager:plugin"]["saveState"] is True
     said = "\n".join(lines)
     assert f"jupyter lab {folder}" in said and f"jupyter notebook {folder}" in said and "jdoe" in said
+    # From a clone the environment is the instructor's: its lab keeps nbgrader's tools.
+    assert not (tmp_path / "env" / "etc" / "jupyter" / "labconfig").exists()
+    assert not (tmp_path / "env" / "etc" / "jupyter" / "jupyter_server_config.json").exists()
+    assert "instructor tools" not in said
+
+
+def test_a_students_lab_leaves_out_the_instructor_tools_and_keeps_other_settings(tmp_path):
+    from attention_course import jupyter_setup
+
+    etc = tmp_path / "etc" / "jupyter"
+    (etc / "labconfig").mkdir(parents=True)
+    (etc / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"someone-else:plugin": True}, "other": 1}))
+    (etc / "jupyter_server_config.json").write_text(json.dumps(
+        {"ServerApp": {"ip": "0.0.0.0", "jpserver_extensions": {"other_extension": True}}}))
+    for _ in range(2):  # twice: the same result
+        jupyter_setup.students_lab_only(tmp_path, ROOT / "scripts" / "student_lab")
+    page = json.loads((etc / "labconfig" / "page_config.json").read_text())
+    assert page["other"] == 1 and page["disabledExtensions"]["someone-else:plugin"] is True
+    assert all(page["disabledExtensions"][name] is True for name in (
+        "@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:menu"))
+    server = json.loads((etc / "jupyter_server_config.json").read_text())["ServerApp"]
+    assert server["ip"] == "0.0.0.0"
+    assert server["jpserver_extensions"] == {
+        "other_extension": True, "nbgrader.server_extensions.formgrader": False,
+        "nbgrader.server_extensions.assignment_list": False, "nbgrader.server_extensions.course_list": False,
+        "nbgrader.server_extensions.validate_assignment": True}
 
 
 def test_init_never_overwrites_a_notebook_the_student_started(tmp_path):
@@ -212,6 +240,15 @@ def test_init_from_the_wheel_sets_up_the_folder_and_validate(fresh):
     assert found == "None"
     assert "torch==2.13.0" in venv.run("python", "-m", "pip", "freeze", cwd=folder).stdout.replace("+cpu", "")
     assert venv.run("attention-course", "--help", cwd=folder).stdout.startswith("usage: attention-course")
+    # The student's lab has Validate and none of the instructor's tools, whatever pip enabled.
+    assert "instructor tools" in said
+    listed = venv.run("jupyter", "server", "extension", "list", cwd=folder)
+    states = dict(re.findall(r"(nbgrader\.server_extensions\.\w+) \S*?(enabled|disabled)",
+                             re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)))
+    assert states == {"nbgrader.server_extensions.formgrader": "disabled",
+                      "nbgrader.server_extensions.validate_assignment": "enabled",
+                      "nbgrader.server_extensions.assignment_list": "disabled",
+                      "nbgrader.server_extensions.course_list": "disabled"}, listed.stdout + listed.stderr
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """The pip-installed course in a student's own Jupyter: JupyterLab and Notebook 7, started from
 the folder `attention-course init` made, in a fresh environment holding only the student wheel
 (tests/student_wheel_env.py), open a notebook and show a working widget: the sliders' views render
-with the figure the kernel drew for their values. Screenshots of both go to
+with the figure the kernel drew for their values; the lab has Validate and none of nbgrader's
+instructor tools. Screenshots of both go to
 test-artifacts/browser/ whatever the outcome."""
 import pathlib
 import re
@@ -150,6 +151,11 @@ def test_the_initialised_folder_opens_and_its_widget_works(page, initialised, ap
             cell.scroll_into_view_if_needed()
             assert cell.locator(".widget-readout").first.inner_text() == "64"  # the slider's view, at its value
             assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+            # A student's lab: Validate, and none of nbgrader's instructor tools.
+            menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+            assert "Run" in menus and "Nbgrader" not in menus, menus
+            assert page.locator("button:has-text('Validate'), [title*='Validate']").count() >= 1
+            assert page.evaluate("async () => (await fetch('/formgrader')).status") == 404
         finally:
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / f"student-wheel-{app}.png"))
