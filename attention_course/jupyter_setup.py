@@ -33,10 +33,18 @@ BLOCK = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.DOTAL
 def lab_settings(prefix, overrides):
     """Merge `overrides` (a dict of JupyterLab settings) into the environment's overrides.json."""
     target = pathlib.Path(prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    current = json.loads(target.read_text()) if target.exists() else {}
+    current = _read_json(target)
     current.update(overrides)
-    target.write_text(json.dumps(current, indent=2) + "\n")
+    return _write_json(target, current)
+
+
+def _read_json(target):
+    return json.loads(target.read_text()) if target.exists() else {}
+
+
+def _write_json(target, data):
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data, indent=2) + "\n")
     return target
 
 
@@ -65,20 +73,15 @@ def _merged(current, wanted):
     return current
 
 
-def _merge_json(target, wanted):
-    target.parent.mkdir(parents=True, exist_ok=True)
-    current = json.loads(target.read_text()) if target.exists() else {}
-    target.write_text(json.dumps(_merged(current, wanted), indent=2) + "\n")
-    return target
-
-
 def students_lab_only(prefix, student_lab):
     """3. above: the instructor's nbgrader tools left out of the lab of this environment."""
     student_lab, etc = pathlib.Path(student_lab), pathlib.Path(prefix) / "etc" / "jupyter"
-    return (_merge_json(etc / "labconfig" / "page_config.json",
-                        json.loads((student_lab / "labconfig" / "page_config.json").read_text())),
-            _merge_json(etc / "jupyter_server_config.json",
-                        json.loads((student_lab / "jupyter_server_config.json").read_text())))
+    written = []
+    for name in ("labconfig/page_config.json", "jupyter_server_config.json"):
+        target = etc / name
+        wanted = json.loads((student_lab / name).read_text())  # shipped with the course: must be there
+        written.append(_write_json(target, _merged(_read_json(target), wanted)))
+    return tuple(written)
 
 
 def install(prefix, student_lab):
