@@ -196,6 +196,18 @@ class Notebook:
         self.page.keyboard.press("Control+S")
 
 
+def assert_a_students_lab(page):
+    """The page's JupyterLab or Notebook 7 is a student's: Validate, and none of nbgrader's
+    instructor tools (menu, sidebar panels, Formgrader's page)."""
+    menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+    assert "File" in menus and "Nbgrader" not in menus, menus
+    sidebar = " ".join(page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
+        "tabs => tabs.map(t => (t.getAttribute('title') || '') + ' ' + t.textContent)"))
+    assert "Create Assignment" not in sidebar and "nbgrader" not in sidebar.lower(), sidebar
+    assert page.locator("button:has-text('Validate'), [title*='Validate']").count() >= 1
+    assert page.evaluate("async () => (await fetch('/formgrader')).status") == 404
+
+
 def load_lab(page, base_url):
     """JupyterLab in `page`, from an empty workspace, with no notebook open yet."""
     page.goto(f"{base_url}/lab?reset")

@@ -15,7 +15,8 @@ import time
 import nbformat
 import pytest
 
-from tests.browser.lab import STEP_TIMEOUT_MS, Notebook, jupyterlab, prove_bundle_origin, unpack_bundle
+from tests.browser.lab import (STEP_TIMEOUT_MS, Notebook, assert_a_students_lab, jupyterlab, prove_bundle_origin,
+                               unpack_bundle)
 from tests.notebook_cells import check_untouched_run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -102,12 +103,5 @@ def test_the_student_lab_has_no_instructor_tools(lab_page, student_lab):
     url, _ = student_lab
     page = lab_page(url)
     notebook = Notebook.opened_in(page, RELEASED[0])
-    menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
-    assert "File" in menus and "Nbgrader" not in menus, menus
-    sidebar = " ".join(page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
-        "tabs => tabs.map(t => (t.getAttribute('title') || '') + ' ' + t.textContent)"))
-    assert "Create Assignment" not in sidebar and "nbgrader" not in sidebar.lower(), sidebar
-    assert page.locator("button:has-text('Validate'), [title*='Validate']").count() >= 1
-    status = page.evaluate("async () => (await fetch('/formgrader')).status")
-    assert status == 404
+    assert_a_students_lab(page)
     notebook.close_and_shut_down()

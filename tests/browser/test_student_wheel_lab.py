@@ -11,7 +11,7 @@ import time
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.lab import STEP_TIMEOUT_MS, jupyterlab
+from tests.browser.lab import STEP_TIMEOUT_MS, assert_a_students_lab, jupyterlab
 from tests.student_wheel_env import clean_env, shared_wheel_and_venv
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -151,11 +151,7 @@ def test_the_initialised_folder_opens_and_its_widget_works(page, initialised, ap
             cell.scroll_into_view_if_needed()
             assert cell.locator(".widget-readout").first.inner_text() == "64"  # the slider's view, at its value
             assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
-            # A student's lab: Validate, and none of nbgrader's instructor tools.
-            menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
-            assert "Run" in menus and "Nbgrader" not in menus, menus
-            assert page.locator("button:has-text('Validate'), [title*='Validate']").count() >= 1
-            assert page.evaluate("async () => (await fetch('/formgrader')).status") == 404
+            assert_a_students_lab(page)
         finally:
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / f"student-wheel-{app}.png"))
