@@ -9,6 +9,7 @@ course_utils made without `reference/`, mounted where the real package is, and t
 get their inputs from a file of cases (plain data, inputs only) written here. The results come
 back to the grader, which judges them with the real reference (judge.py).
 """
+import compileall
 import glob
 import hashlib
 import json
@@ -26,11 +27,17 @@ SECRET_PARTS = ("reference",)  # course_utils subpackages the sandbox never cont
 
 def kernel_package(course_utils, dest):
     """Copy the course_utils package at `course_utils` to `dest`, without its secret parts and
-    caches; readable by every uid. Returns dest."""
+    caches, and compile it; readable by every uid. Returns dest.
+
+    The bytecode is compiled here, once per batch, from the copied sources: the kernels cannot
+    write it (the package is mounted read-only, PYTHONDONTWRITEBYTECODE is set), so without it
+    every student's kernel compiled the package again (65 ms of CPU each, measured)."""
     if os.path.isdir(dest):
         shutil.rmtree(dest)
     shutil.copytree(course_utils, dest, ignore=shutil.ignore_patterns(
         "__pycache__", "*.pyc", ".ipynb_checkpoints", *SECRET_PARTS))
+    if not compileall.compile_dir(dest, quiet=1):
+        raise RuntimeError(f"course_utils does not compile: {dest}")
     for root, dirs, files in os.walk(dest):
         os.chmod(root, 0o755)
         for name in files:
