@@ -31,6 +31,13 @@ for variable, folder in {
     (_home / folder).mkdir(parents=True, exist_ok=True)
     os.environ[variable] = str(_home / folder)
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # silences a debugger warning in kernels
+# Every process of the run writes bytecode caches as Python does on a student's or instructor's
+# machine. Some machines (this project's CI among them) set PYTHONDONTWRITEBYTECODE, and then
+# each kernel compiled the course's modules again, and each kernel of the student wheel's fresh
+# environment (installed --no-compile) compiled torch, IPython and matplotlib: about 5 CPU-s a
+# process there, measured. The grading sandbox sets the variable for its kernels itself, and
+# reads bytecode the grader compiled (autograder/hidden_cases.kernel_package).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # Two pytest workers share two cores. Kernels with two OpenMP threads each oversubscribe them, and
 # OpenMP's spin-waiting then makes small tensor work 20-40x slower; one thread per kernel keeps
 # every test's speed independent of what the other worker is doing. Stored outputs must not
