@@ -32,7 +32,7 @@ for variable, folder in {
     os.environ[variable] = str(_home / folder)
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # silences a debugger warning in kernels
 # Every process of the run writes bytecode caches as Python does on a student's or instructor's
-# machine. Some machines (this project's CI among them) set PYTHONDONTWRITEBYTECODE, and then
+# machine. Some machines (this workplace's, where CI runs) set PYTHONDONTWRITEBYTECODE, and then
 # each kernel compiled the course's modules again, and each kernel of the student wheel's fresh
 # environment (installed --no-compile) compiled torch, IPython and matplotlib: about 5 CPU-s a
 # process there, measured. The grading sandbox sets the variable for its kernels itself, and
