@@ -1,10 +1,9 @@
 """Property checks: what must hold of any correct answer, whatever its numbers.
 
 Visible tests speak through these (and small worked examples), since the student's release
-has no reference answers to compare with.
+has no reference answers to compare with. Both take tensors, so PyTorch is loaded by then:
+it is imported inside them, so that importing `course_utils.grading` does not load it.
 """
-import torch
-
 from . import tamper
 from .checks import mismatch
 from .errors import GradingError
@@ -13,6 +12,8 @@ from .errors import GradingError
 def assert_permutation_equivariant(fn, x, seed=0, name="your self-attention", atol=1e-5):
     """fn maps a sequence x of shape (..., T, d) to (..., T, d'); permuting the T positions of the
     input must permute the output rows the same way and change nothing else."""
+    import torch
+
     tamper.verify()
     generator = torch.Generator().manual_seed(seed)
     perm = torch.randperm(x.shape[-2], generator=generator)
@@ -29,6 +30,8 @@ def assert_permutation_equivariant(fn, x, seed=0, name="your self-attention", at
 def assert_causal(fn, x, name="your layer", seed=0, atol=1e-6):
     """fn maps (B, T, d) to (B, T, d'); the output at position t may depend only on inputs at
     positions <= t. Perturbs every future step in turn and checks that the past does not move."""
+    import torch
+
     tamper.verify()
     generator = torch.Generator().manual_seed(seed)
     base = fn(x)

@@ -5,10 +5,18 @@ code runs), `capture()` records the comparison functions of NumPy and PyTorch. E
 calls `verify()`, which raises `TamperError` naming anything that has been reassigned since,
 and anything in a `course_utils` module that now holds an object defined in the notebook itself.
 
+PyTorch is recorded when it is imported, not before: importing it costs about 2 CPU-seconds,
+which a notebook (or a grader's kernel) that never uses it should not pay. If the notebook has
+not imported it when `capture()` runs, a finder first on `sys.meta_path` records its originals
+the moment its import finishes, before the code that imported it gets control back. A PyTorch
+that is loaded while its originals were never recorded got around that finder: `verify()` then
+names everything of it that it watches, so no test can pass.
+
 This stops naive tampering (`np.allclose = lambda *a, **k: True`); it is not a sandbox. The
 autograder adds isolation around it.
 """
 import importlib
+import importlib.abc
 import sys
 
 from . import namespaces
@@ -44,21 +52,71 @@ WATCHED = (
 # put there by the notebook.
 _NOTEBOOK_MODULES = ("__main__", "__mp_main__")
 
+# Recorded at its import, if the notebook has not imported it by capture(): see the docstring.
+DEFERRED = ("torch",)
+
 _originals = {}
 _captured_modules = {}
+_pending = {}  # top-level module of DEFERRED not imported at capture() -> its WATCHED entries
 
 
 def capture():
     """Record the originals. Idempotent: only the first call (before student code) counts."""
-    if _originals:
+    if _originals or _pending:
         return
     for entry in WATCHED:
-        module_name, attr = entry.split(":")
-        module = importlib.import_module(module_name)
-        _originals[entry] = getattr(module, attr)
+        top = entry.split(":")[0].split(".")[0]
+        if top in DEFERRED and top not in sys.modules:
+            _pending.setdefault(top, []).append(entry)
+        else:
+            _record(entry)
+    if _pending:
+        sys.meta_path.insert(0, _RecordOnImport())
     for name, module in list(sys.modules.items()):
         if name == "course_utils" or name.startswith("course_utils."):
             _captured_modules[name] = {k: v for k, v in vars(module).items() if callable(v)}
+
+
+def _record(entry):
+    module_name, attr = entry.split(":")
+    _originals[entry] = getattr(importlib.import_module(module_name), attr)
+
+
+class _RecordOnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: for a module of `_pending` it asks the finders after it, and has
+    the module's loader record that module's originals as soon as the module has run."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in _pending:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None:
+            spec.loader = _RecordAfterRunning(spec.loader, fullname)
+        return spec
+
+
+class _RecordAfterRunning(importlib.abc.Loader):
+    def __init__(self, loader, name):
+        self.loader, self.name = loader, name
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        # The module sees its own loader, never this wrapper, from its first line on.
+        module.__spec__.loader = module.__loader__ = self.loader
+        self.loader.exec_module(module)
+        for entry in _pending.pop(self.name, ()):
+            _record(entry)
+        if not _pending:
+            sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _RecordOnImport)]
 
 
 def original(entry):
@@ -72,6 +130,9 @@ def _replaced_watched():
         module = sys.modules.get(module_name)
         if module is None or getattr(module, attr, None) is not obj:
             yield f"{module_name}.{attr}"
+    for top, entries in list(_pending.items()):
+        if top in sys.modules:  # loaded, yet never recorded: its import went around the finder
+            yield from (entry.replace(":", ".") for entry in entries)
 
 
 def _defined_in_notebook(obj):
