@@ -8,6 +8,11 @@ prints the CPU of each kind of process (notebook kernels by who started them, py
 Chromium, the grader's batches and workers, ...) and how many there were. Figures, never
 pass/fail. A process that lives less than half a second may be missed; its CPU then shows in
 nobody's row, so the rows add up to a little less than the machine's busy time printed last.
+
+The same code spent from 2,500 to 4,700 CPU-seconds on this workplace's shared host from one
+day to the next, so a figure alone says little: before and after the command it times a fixed
+piece of pure Python (`yardstick`), and prints both, so two runs compare by the ratio of their
+yardsticks as well as by their own figures.
 """
 import collections
 import os
@@ -29,6 +34,17 @@ def _read(pid):
         return None
     fields = stat[stat.rindex(")") + 2:].split()
     return cmd, int(fields[1]), (int(fields[11]) + int(fields[12])) / HZ, fields[19]
+
+
+def yardstick():
+    """CPU seconds of a fixed pure-Python loop, the best of three: how fast this host is now."""
+    best = float("inf")
+    for _ in range(3):
+        start, total = time.process_time(), 0
+        for i in range(3_000_000):
+            total += i * i
+        best = min(best, time.process_time() - start)
+    return best
 
 
 def _busy_seconds():
@@ -69,6 +85,7 @@ def main(command):
         got = _read(pid)
         if got:
             first[(pid, got[3])] = got[2]
+    before = yardstick()
     busy0, t0 = _busy_seconds(), time.monotonic()
     proc = subprocess.Popen(command)
     while proc.poll() is None:
@@ -91,6 +108,8 @@ def main(command):
     for name, cpu in rows.most_common():
         if cpu >= 1:
             print(f"  {cpu:7.0f} CPU-s  {counts[name]:5d} processes  {name}")
+    print(f"yardstick (3 M additions in pure Python, best of 3): {before:.3f} CPU-s before the command, "
+          f"{yardstick():.3f} after")
     return proc.returncode
 
 
