@@ -46,9 +46,9 @@ import nbformat
 
 from autograder import redact
 from autograder.routes import FORBIDDEN_ROUTE
-from course_utils.reference.mistakes import ANOTHER_STUDENTS, EXAMPLE_ANSWER, message_matches
 from autograder.intake import SOLUTION_STUDENT
 from course_utils.grading.headings import exercise_of, exercise_titles
+from course_utils.grading.questions import ANOTHER_STUDENTS, EXAMPLE_ANSWER
 
 COURSE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOT_RUN = ("NotRun", "Timeout", "KernelDied", "TamperError")
@@ -67,7 +67,14 @@ def topic_of(assignment):
 
 
 def load_catalogue(assignment):
-    """{exercise grade_id: Exercise} of an assignment, or {} when it has no catalogue."""
+    """{exercise grade_id: Exercise} of an assignment, or {} when it has no catalogue.
+
+    Whether it has one is read from the files first: importing the reference loads PyTorch
+    (2 CPU-seconds), which a class on a notebook without a catalogue never needs."""
+    import course_utils
+    mistakes = os.path.join(os.path.dirname(course_utils.__file__), "reference", "mistakes")
+    if not os.path.isfile(os.path.join(mistakes, topic_of(assignment) + ".py")):
+        return {}
     try:
         module = importlib.import_module(f"course_utils.reference.mistakes.{topic_of(assignment)}")
     except ImportError:
@@ -150,6 +157,8 @@ def classify(cell, exercise=None, blank_stub=False):
     if message.startswith("GradingError: " + FORBIDDEN_ROUTE):
         return Outcome(FORBIDDEN, description=clean(message[len("GradingError: " + FORBIDDEN_ROUTE):]))
     for mistake in getattr(exercise, "mistakes", ()):
+        from course_utils.reference.mistakes import message_matches  # loaded with the catalogue
+
         if mistake.message and message_matches(mistake.message, message):
             return Outcome(MISTAKE, mistake.name, mistake.message)
     # A think-first answer right for other numbers than the student's own (questions.py).

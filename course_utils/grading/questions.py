@@ -21,6 +21,10 @@ import pathlib
 import re
 
 ID_FILE = "student_id.txt"
+# What the grader's sentence says of an answer right for other numbers than the student's own
+# (the catalogue writes it, the class report reads it).
+ANOTHER_STUDENTS = "is the right answer for another student's question"
+EXAMPLE_ANSWER = "is the right answer for the notebook's example"
 
 # grade_id -> the variants of its numbers. The first is the example the notebook itself uses (and
 # reveals after the question): a student with an id never gets it.

@@ -31,6 +31,7 @@ import torch
 from course_utils.grading import GradingError, mismatch, probe
 from course_utils.grading.guards import describe_arguments
 from course_utils.grading.probe import changed_argument  # noqa: F401  (catalogues' tests use it)
+from course_utils.grading.questions import ANOTHER_STUDENTS, EXAMPLE_ANSWER
 
 # A float32 (or half) result carries about 7 significant digits, and how they round depends on
 # the order of the additions, which depends on the CPU's kernels. Such results are compared with
@@ -590,8 +591,6 @@ def combined_message(mistakes):
 
 # The words of a think-first answer that is right for other numbers than the student's (the class
 # report counts them as two named outcomes of their own).
-ANOTHER_STUDENTS = "is the right answer for another student's question"
-EXAMPLE_ANSWER = "is the right answer for the notebook's example"
 
 
 def message_matches(template, message):
