@@ -31,6 +31,8 @@ import torch
 from course_utils.grading import GradingError, mismatch, probe
 from course_utils.grading.guards import describe_arguments
 from course_utils.grading.probe import changed_argument  # noqa: F401  (catalogues' tests use it)
+# The words of a think-first answer right for other numbers than the student's (the class report
+# counts them as two named outcomes of their own).
 from course_utils.grading.questions import ANOTHER_STUDENTS, EXAMPLE_ANSWER
 
 # A float32 (or half) result carries about 7 significant digits, and how they round depends on
@@ -587,10 +589,6 @@ def combined_message(mistakes):
     order, so whichever the student made is named."""
     head, *rest = [m.message for m in mistakes]
     return head + "".join(f" The same number also comes from another mistake: {m}" for m in rest)
-
-
-# The words of a think-first answer that is right for other numbers than the student's (the class
-# report counts them as two named outcomes of their own).
 
 
 def message_matches(template, message):
