@@ -156,9 +156,10 @@ def classify(cell, exercise=None, blank_stub=False):
         return Outcome(DID_NOT_RUN, description=clean(message))
     if message.startswith("GradingError: " + FORBIDDEN_ROUTE):
         return Outcome(FORBIDDEN, description=clean(message[len("GradingError: " + FORBIDDEN_ROUTE):]))
-    for mistake in getattr(exercise, "mistakes", ()):
+    mistakes = getattr(exercise, "mistakes", ())
+    if mistakes:
         from course_utils.reference.mistakes import message_matches  # loaded with the catalogue
-
+    for mistake in mistakes:
         if mistake.message and message_matches(mistake.message, message):
             return Outcome(MISTAKE, mistake.name, mistake.message)
     # A think-first answer right for other numbers than the student's own (questions.py).

@@ -33,12 +33,15 @@ from .guards import call_without
 
 
 class _PyTorchAtFirstUse:
-    """`torch`, imported the first time this module touches it. The grader imports this module
-    in every worker and batch for its constants (MIME, CHECK, ...); one that grades a notebook
-    without hidden checks never reads a tensor and need not pay PyTorch's 2 CPU-seconds."""
+    """`torch`, imported the first time this module touches it, which then replaces this stand-in
+    as the module's `torch`. The grader imports this module in every worker and batch for its
+    constants (MIME, CHECK, ...); one that grades a notebook without hidden checks never reads a
+    tensor and need not pay PyTorch's 2 CPU-seconds."""
 
     def __getattr__(self, name):
-        return getattr(importlib.import_module("torch"), name)
+        global torch
+        torch = importlib.import_module("torch")
+        return getattr(torch, name)
 
 
 torch = _PyTorchAtFirstUse()
