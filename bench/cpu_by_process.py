@@ -47,7 +47,8 @@ def yardstick():
     return best
 
 
-def _busy_seconds():
+def busy_seconds():
+    """CPU seconds every core has spent busy since boot (not idle, not waiting on I/O)."""
     with open("/proc/stat") as fh:
         values = [int(v) for v in fh.readline().split()[1:]]
     return (sum(values) - values[3] - values[4]) / HZ
@@ -86,7 +87,7 @@ def main(command):
         if got:
             first[(pid, got[3])] = got[2]
     before = yardstick()
-    busy0, t0 = _busy_seconds(), time.monotonic()
+    busy0, t0 = busy_seconds(), time.monotonic()
     proc = subprocess.Popen(command)
     while proc.poll() is None:
         for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -96,7 +97,7 @@ def main(command):
                 entry = seen.setdefault((pid, start), [cmd, ppid, cpu])
                 entry[0], entry[2] = cmd or entry[0], cpu
         time.sleep(0.5)
-    wall, busy = time.monotonic() - t0, _busy_seconds() - busy0
+    wall, busy = time.monotonic() - t0, busy_seconds() - busy0
     by_pid = {pid: entry for (pid, _), entry in seen.items()}
     rows, counts = collections.Counter(), collections.Counter()
     for key, (cmd, ppid, cpu) in seen.items():

@@ -17,22 +17,16 @@ import time
 
 import pytest
 
-_TICK = os.sysconf("SC_CLK_TCK")
+from bench.cpu_by_process import busy_seconds
+
 _rows = []  # (test id, machine CPU seconds, wall seconds)
-
-
-def machine_cpu_seconds():
-    """CPU seconds every core of the machine has spent busy since boot (not idle, not waiting on I/O)."""
-    with open("/proc/stat") as stat:
-        ticks = [int(x) for x in stat.readline().split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / _TICK
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    cpu, wall = machine_cpu_seconds(), time.perf_counter()
+    cpu, wall = busy_seconds(), time.perf_counter()
     yield
-    _rows.append((item.nodeid, machine_cpu_seconds() - cpu, time.perf_counter() - wall))
+    _rows.append((item.nodeid, busy_seconds() - cpu, time.perf_counter() - wall))
 
 
 def summary(rows, top=15):
