@@ -33,10 +33,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.stacked import Stack, adam_step, seeded_models
-from course_utils.training import one_thread
+from course_utils.training import in_parallel, one_thread
 
 __all__ = ["Config", "RepeatedTokens", "repeated_tokens", "repeat_of", "AttentionOnlyTransformer",
-           "Trace", "check_attention", "choose_attention", "TrainingRun", "train_seeds", "held_out",
+           "Trace", "check_attention", "choose_attention", "TrainingRun", "train_seeds", "train_depths", "held_out",
            "example_sequence", "phase_change_level", "phase_change_step", "FORBIDDEN"]
 
 # What would answer the notebook's exercises if a student called it: off limits in their hidden tests.
@@ -353,6 +353,15 @@ def train_seeds(config=Config(), seeds=(0, 1, 2), num_layers=None, attend=None):
     return TrainingRun(config, tuple(seeds), models, torch.tensor(steps), torch.stack(first, 1),
                        torch.stack(repeated, 1), example, torch.stack(patterns, 1), cpu, wall)
 
+
+
+def train_depths(config=Config(), seeds=(0, 1, 2), depths=(2, 1), attend=None):
+    """`train_seeds` once per number of layers in `depths`, the depths side by side on two cores
+    (`course_utils.training.in_parallel`: each on one thread in a forked copy of the process, so
+    each run is exactly what `train_seeds` gives alone; one after the other while grading).
+    Returns the TrainingRuns in the order of `depths`."""
+    return in_parallel([lambda n=n: train_seeds(config, seeds, num_layers=n, attend=attend) for n in depths],
+                       models=[None] * len(depths))
 
 def phase_change_level(config):
     """Halfway from guessing (ln V, a uniform guess over the vocabulary) to knowing (0): the

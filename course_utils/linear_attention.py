@@ -34,9 +34,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from course_utils.stacked import Stack, adam_step, seeded_models
-from course_utils.training import one_thread
+from course_utils.training import in_parallel, one_thread
 
-__all__ = ["MIXERS", "Config", "Recall", "mqar", "RecallModel", "RecallRun", "train_seeds",
+__all__ = ["MIXERS", "Config", "Recall", "mqar", "RecallModel", "RecallRun", "train_seeds", "train_mixers",
            "recall_accuracy", "held_out", "memory_bytes", "FORBIDDEN"]
 
 MIXERS = ("softmax", "linear", "delta")
@@ -261,6 +261,16 @@ class RecallRun:
     accuracy: torch.Tensor
     cpu_seconds: float
     wall_seconds: float
+
+
+def train_mixers(config=Config(), seeds=(0, 1, 2), mixers=MIXERS):
+    """{mixer: `train_seeds(mixer, config, seeds)`} for each of `mixers`, two at a time on two cores
+    (`course_utils.training.in_parallel`: each on one thread in a forked copy of the process, so
+    each run is exactly what `train_seeds` gives alone; one after the other while grading). The
+    delta rule, the slowest to train (a triangular solve per sequence), starts first."""
+    order = sorted(mixers, key=lambda mixer: mixer != "delta")
+    runs = in_parallel([lambda m=m: train_seeds(m, config, seeds) for m in order], models=[None] * len(order))
+    return {mixer: runs[order.index(mixer)] for mixer in mixers}
 
 
 def held_out(config, num_pairs, seed=10_000):
