@@ -354,7 +354,6 @@ def train_seeds(config=Config(), seeds=(0, 1, 2), num_layers=None, attend=None):
                        torch.stack(repeated, 1), example, torch.stack(patterns, 1), cpu, wall)
 
 
-
 def train_depths(config=Config(), seeds=(0, 1, 2), depths=(2, 1), attend=None):
     """`train_seeds` once per number of layers in `depths`, the depths side by side on two cores
     (`course_utils.training.in_parallel`: each on one thread in a forked copy of the process, so
@@ -362,6 +361,7 @@ def train_depths(config=Config(), seeds=(0, 1, 2), depths=(2, 1), attend=None):
     Returns the TrainingRuns in the order of `depths`."""
     return in_parallel([lambda n=n: train_seeds(config, seeds, num_layers=n, attend=attend) for n in depths],
                        models=[None] * len(depths))
+
 
 def phase_change_level(config):
     """Halfway from guessing (ln V, a uniform guess over the vocabulary) to knowing (0): the

@@ -267,7 +267,6 @@ def test_a_seed_trained_in_the_stack_equals_that_seed_trained_alone():
     torch.testing.assert_close(alone.models[0].embed.weight, together.models[1].embed.weight, atol=1e-4, rtol=1e-4)
 
 
-
 def test_train_depths_gives_each_depth_what_train_seeds_gives_it_alone():
     # Side by side in forked workers, on one thread each: the same numbers, bit for bit, in the
     # order of `depths` (a swap of the two would give the one-layer losses to the two-layer run).
@@ -277,6 +276,7 @@ def test_train_depths_gives_each_depth_what_train_seeds_gives_it_alone():
         assert torch.equal(run.repeated_loss, alone.repeated_loss)
         assert len(run.models[0].layers) == layers
     assert not torch.equal(two.repeated_loss, one.repeated_loss)
+
 
 def test_phase_change_step_is_the_first_step_below_the_level():
     steps, losses = torch.tensor([0, 10, 20, 30, 40]), torch.tensor([3.0, 2.9, 1.5, 2.0, 0.5])

@@ -215,7 +215,6 @@ def test_a_seed_trained_in_the_stack_equals_that_seed_trained_alone():
     assert not torch.equal(together.models[0].W_K.weight, together.models[1].W_K.weight)
 
 
-
 def test_train_mixers_gives_each_mixer_what_train_seeds_gives_it_alone():
     # The delta rule starts first; each run must still come back under its own mixer's name.
     runs = la.train_mixers(TINY, seeds=(0, 1))
@@ -225,6 +224,7 @@ def test_train_mixers_gives_each_mixer_what_train_seeds_gives_it_alone():
         assert run.mixer == mixer
         assert torch.equal(run.models[1].W_K.weight, alone.models[1].W_K.weight)
         assert torch.equal(run.accuracy, alone.accuracy)
+
 
 def test_training_leaves_the_callers_random_state_alone():
     torch.manual_seed(123)
