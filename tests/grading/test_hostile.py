@@ -133,9 +133,12 @@ def batch(tmp_path_factory):
         "    print('NET', 'CONNECTED')\n"
         "except Exception as _e:\n"
         "    print('NET', type(_e).__name__)\n"), base=students["read_others"])
-    students["infinite_loop"] = k.with_code("fixture_rows", "while True:\n    pass\n")
-    students["sigint_ignored"] = k.with_code(
-        "fixture_rows", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n")
+    # The two busy loops first lower their own priority (any process may): each still spins until
+    # the grader stops it, but on a machine with other work (make test runs beside this batch) the
+    # spinning takes the cores only when nothing else wants them, instead of 45 CPU-s each.
+    students["infinite_loop"] = k.with_code("fixture_rows", "import os\nos.nice(19)\nwhile True:\n    pass\n")
+    students["sigint_ignored"] = k.with_code("fixture_rows", (
+        "import os, signal\nos.nice(19)\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass\n"))
     students["sleep_forever"] = k.with_code("fixture_rows", "import time\ntime.sleep(10**6)\n")
     students["memory_bomb"] = k.with_code(
         "fixture_rows", "_hog = []\nwhile True:\n    _hog.append(bytearray(2**28))\n")
