@@ -470,7 +470,7 @@ class Batch:
         shard = os.path.join(self.work, "solution_check", assignment)
         task = self._task(SOLUTION_STUDENT, assignment, files, shard, slot)
         verdict_key = verdict.key(task, isolation=self.sandboxed, strict=self.strict_environment,
-                                  course_utils=self.course_utils) if self.verdicts else None
+                                  course_utils=self.course_utils, folder=self.verdicts) if self.verdicts else None
         kept = verdict.reused(self.verdicts, assignment, verdict_key) if self.verdicts else None
         if kept:
             self.reused_verdicts.add(assignment)

@@ -13,7 +13,9 @@ numerical kernels PyTorch runs on this CPU (a verdict from AVX2 kernels says not
 AVX-512 ones) and whether an environment failure refuses the batch.
 
 What is kept: only a full-marks verdict, as `<folder>/<assignment>/<key>.json` holding the key,
-the time and the score. A refusal is never written, so it is checked again every time. An entry
+the time and the score (and, beside the assignments' folders, `cpu-<fingerprint>.json`: which
+kernel family PyTorch picks on this CPU, so that a batch need not import PyTorch to ask). A refusal
+is never written, so it is checked again every time. An entry
 that cannot be read, or says anything else, is ignored. The folder must be one no student code
 can reach: `private_folder` refuses one the sandbox mounts, and makes it readable by its owner
 only (the privilege drop's student uid then cannot open it).
@@ -51,10 +53,12 @@ def private_folder(path):
     return real, None
 
 
-def key(task, *, isolation, strict, course_utils):
-    """A hash of everything the verdict of the solution check `task` depends on."""
+def key(task, *, isolation, strict, course_utils, folder=None):
+    """A hash of everything the verdict of the solution check `task` depends on. `folder`, the
+    verdicts' folder, also keeps what `cpu_key` found (see there)."""
     parts = {"task": task["fingerprint"], "code": code_key(course_utils), "packages": packages_key(),
-             "isolation": isolation or "none", "cpu": cpu_key(), "strict": bool(strict)}
+             "isolation": isolation or "none", "cpu": cpu_key(folder) if folder else cpu_key(),
+             "strict": bool(strict)}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
@@ -88,16 +92,54 @@ def packages_key():
     return hashlib.sha256(json.dumps([sys.version, os.path.realpath(sys.prefix), packages]).encode()).hexdigest()
 
 
-def cpu_key():
+def cpu_key(folder=None):
     """The machine and the family of numerical kernels PyTorch dispatches to on it (DEFAULT,
     AVX2, AVX512, ...: the CPU's capability, or ATEN_CPU_CAPABILITY when set): what decides a
     computation's last bits. Not the CPU's full list of flags: Gradescope builds the image on one
     machine and grades on others, and a verdict warmed at build time must survive that whenever
-    the kernels are the same (the stored outputs are checked on each family in `make test`)."""
+    the kernels are the same (the stored outputs are checked on each family in `make test`).
+
+    Only PyTorch can say which family it picks, and importing it costs a batch about 1.5 CPU-s
+    and 300 MB before any student is graded. With a `folder` (the verdicts' own, private one)
+    the answer is kept there under what PyTorch's choice depends on (`_cpu_fingerprint`), and a
+    later batch on the same CPU, variable and PyTorch reads it instead of importing PyTorch."""
+    fingerprint = _cpu_fingerprint()
+    path = os.path.join(folder, f"cpu-{fingerprint}.json") if folder and fingerprint else None
+    if path:
+        try:
+            with open(path) as fh:
+                kept = json.load(fh)
+            if isinstance(kept, dict) and kept.get("fingerprint") == fingerprint and isinstance(kept.get("cpu"), str):
+                return kept["cpu"]
+        except (OSError, ValueError):
+            pass  # none kept yet, or unreadable: ask PyTorch
     import torch
     # The variable too: the kernels inherit it, whatever this process's torch chose at import.
-    return json.dumps([platform.machine(), torch.backends.cpu.get_cpu_capability(),
-                       os.environ.get("ATEN_CPU_CAPABILITY", "")])
+    found = json.dumps([platform.machine(), torch.backends.cpu.get_cpu_capability(),
+                        os.environ.get("ATEN_CPU_CAPABILITY", "")])
+    if path:
+        _write_atomically(path, {"fingerprint": fingerprint, "cpu": found})
+    return found
+
+
+def _cpu_fingerprint():
+    """A hash of what PyTorch's choice of kernels depends on: the CPU's model and its flags as
+    Linux reports them, the machine, ATEN_CPU_CAPABILITY, and which PyTorch (its version and
+    where it is installed). None where there is no /proc/cpuinfo to read, or no PyTorch: then
+    nothing is kept, and PyTorch is asked every time."""
+    from importlib import metadata, util
+    try:
+        with open("/proc/cpuinfo") as fh:
+            lines = [line.strip() for line in fh if line.startswith(("model name", "flags", "Features", "CPU part"))]
+        spec = util.find_spec("torch")
+        torch_version = metadata.version("torch")
+    except (OSError, ValueError, ImportError, metadata.PackageNotFoundError):
+        return None
+    if not lines or spec is None or not spec.origin:
+        return None
+    parts = [platform.machine(), sorted(set(lines)), os.environ.get("ATEN_CPU_CAPABILITY", ""),
+             torch_version, os.path.realpath(spec.origin)]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
 def _path(folder, assignment, verdict_key):
@@ -129,14 +171,20 @@ def keep(folder, assignment, verdict_key, score, max_score):
     entry = {"key": verdict_key, "assignment": assignment,
              "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
              "score": score, "max_score": max_score}
-    where = os.path.dirname(_path(folder, assignment, verdict_key))
+    return _write_atomically(_path(folder, assignment, verdict_key), entry)
+
+
+def _write_atomically(path, entry):
+    """Write `entry` as JSON to a temporary name beside `path` and rename it: a reader never sees
+    half a file. False when it cannot be written (then nothing is reused, nothing breaks)."""
+    where = os.path.dirname(path)
     tmp = None
     try:
         os.makedirs(where, mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".new-", dir=where)
         with os.fdopen(fd, "w") as fh:
             json.dump(entry, fh)
-        os.replace(tmp, _path(folder, assignment, verdict_key))
+        os.replace(tmp, path)
         tmp = None
         return True
     except OSError:

@@ -12,6 +12,7 @@ import filecmp
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import nbformat
@@ -41,7 +42,7 @@ def test_the_key_changes_with_everything_the_verdict_depends_on(tmp_path, monkey
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
     assert _key() != base
     monkeypatch.delenv("ATEN_CPU_CAPABILITY")
-    monkeypatch.setattr(verdict, "cpu_key", lambda: '["aarch64", "DEFAULT"]')
+    monkeypatch.setattr(verdict, "cpu_key", lambda *folder: '["aarch64", "DEFAULT"]')
     assert _key() != base  # another CPU
     monkeypatch.undo()
     copy = tmp_path / "course_utils"
@@ -50,6 +51,41 @@ def test_the_key_changes_with_everything_the_verdict_depends_on(tmp_path, monkey
     with open(copy / "grading" / "__init__.py", "a") as fh:
         fh.write("\n# changed\n")
     assert _key(course_utils=copy) != base
+
+
+def _cpu_key_in_a_fresh_process(folder, **env):
+    """(cpu_key(folder), whether that process imported PyTorch to find it)."""
+    code = ("import json, sys\nfrom autograder import verdict\n"
+            f"print(json.dumps([verdict.cpu_key({str(folder)!r}), 'torch' in sys.modules]))")
+    environ = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=str(H.REPO), capture_output=True, text=True,
+                          env={**environ, **env}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return tuple(json.loads(done.stdout))
+
+
+def test_the_cpu_part_is_found_by_pytorch_once_then_read_back(tmp_path):
+    """A batch imports PyTorch only to learn its kernel family; the next batch on the same CPU
+    and PyTorch reads it from the verdicts' folder, and the answer is the same."""
+    asked = verdict.cpu_key()
+    assert _cpu_key_in_a_fresh_process(tmp_path) == (asked, True)
+    assert len(list(tmp_path.glob("cpu-*.json"))) == 1
+    assert _cpu_key_in_a_fresh_process(tmp_path) == (asked, False)
+    # Another kernel family asked for: PyTorch is asked again, and says so in the key.
+    portable, imported = _cpu_key_in_a_fresh_process(tmp_path, ATEN_CPU_CAPABILITY="default")
+    assert imported and portable != asked and json.loads(portable)[1:] == ["DEFAULT", "default"]
+    assert len(list(tmp_path.glob("cpu-*.json"))) == 2
+
+
+def test_an_unreadable_or_foreign_cpu_entry_is_ignored(tmp_path):
+    asked = verdict.cpu_key()
+    _cpu_key_in_a_fresh_process(tmp_path)
+    (kept,) = tmp_path.glob("cpu-*.json")
+    kept.write_text("{not json")
+    assert _cpu_key_in_a_fresh_process(tmp_path) == (asked, True)  # asked again, and kept again
+    assert json.loads(kept.read_text())["cpu"] == asked
+    kept.write_text(json.dumps({"fingerprint": "another machine", "cpu": '["x", "AVX512", ""]'}))
+    assert _cpu_key_in_a_fresh_process(tmp_path) == (asked, True)
 
 
 def test_only_a_full_marks_entry_for_the_same_key_is_read_back(tmp_path):
@@ -179,7 +215,7 @@ def test_a_failing_solution_is_never_kept_and_refuses_every_time(course, tmp_pat
     for _ in range(2):
         with pytest.raises(batch.GradingRefused, match="scores 2/5 in the grading sandbox"):
             _check(course, tmp_path / "out", tmp_path / "v", worker)
-    assert worker.runs == 2 and not list((tmp_path / "v").rglob("*.json"))
+    assert worker.runs == 2 and not list((tmp_path / "v").glob("*/*.json"))  # no verdict (cpu-*.json is no verdict)
 
 
 def test_a_grader_failure_is_never_kept(course, tmp_path):
@@ -188,7 +224,7 @@ def test_a_grader_failure_is_never_kept(course, tmp_path):
     worker = _Worker(grader_failure="fixture_demo: ran past the per-cell time limit")
     for _ in range(2):
         _check(course, tmp_path / "out", tmp_path / "v", worker)  # goes on: no refusal
-    assert worker.runs == 2 and not list((tmp_path / "v").rglob("*.json"))
+    assert worker.runs == 2 and not list((tmp_path / "v").glob("*/*.json"))  # no verdict (cpu-*.json is no verdict)
 
 
 def test_a_corrupt_entry_is_ignored_and_checked_again(course, tmp_path):
