@@ -2,8 +2,8 @@
 release as the student bundle holds it: Restart and Run All reaches the last cell of every
 notebook, with `course_utils` imported from the bundle, without the answer key (a first cell
 proves both), only the graded test cells (and the think-first answers still to write) failing,
-each in one sentence, and the widgets shown; the last cell lists every exercise; a reopened
-notebook renders its widgets; the instructor's tools are absent.
+each in one sentence, and the widgets shown (05's slider answers the keyboard); the last cell
+lists every exercise; a reopened notebook renders its widgets; the instructor's tools are absent.
 
 Each notebook runs once here and once more, answered, from the student wheel's own environment
 (tests/test_student_wheel.py), where every visible test must pass; nbval runs the solutions at
@@ -36,6 +36,32 @@ def student_lab(tmp_path_factory):
         yield url, root
 
 
+# Its first slider redraws a figure drawn by the course's own code, so it works before any answer.
+SLIDER_NOTEBOOK = "05_self_attention/self_attention.ipynb"
+
+
+def a_slider_redraws_its_figure_from_the_keyboard(page):
+    """Focus the page's first slider, press the right arrow three times: the readout changes and
+    the figure below is drawn again (checked here, in the run every notebook gets, rather than by
+    running 05 once more)."""
+    slider = page.locator(".widget-slider").first
+    slider.scroll_into_view_if_needed()
+    output = page.locator(".widget-output").first
+    page.wait_for_function("() => document.querySelector('.widget-output img') !== null", timeout=60_000)
+    before_html = output.inner_html()
+    before_image = output.locator("img").first.get_attribute("src")
+    before_value = page.locator(".widget-slider .widget-readout").first.inner_text()
+    slider.locator(".noUi-handle").focus()
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "before => document.querySelector('.widget-output img') && document.querySelector('.widget-output img').src !== before",
+        arg=before_image, timeout=60_000,
+    )
+    assert page.locator(".widget-slider .widget-readout").first.inner_text() != before_value
+    assert output.inner_html() != before_html
+
+
 def restart_and_run_all(notebook):
     notebook.menu("Kernel", "Restart Kernel and Run All Cells…")
     notebook.page.click(".jp-Dialog .jp-mod-accept")
@@ -66,6 +92,8 @@ def test_restart_and_run_all_reaches_the_last_cell(lab_page, student_lab, path):
     before = file.stat().st_mtime
     notebook = Notebook.opened_in(page, path)
     restart_and_run_all(notebook)
+    if path == SLIDER_NOTEBOOK:
+        a_slider_redraws_its_figure_from_the_keyboard(page)
     nb = saved(notebook, file, before)
 
     code, tests, summary = check_untouched_run(nb)

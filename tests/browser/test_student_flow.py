@@ -1,5 +1,6 @@
-"""Notebook 05 as a student meets it: a fresh release, a widget to play with, an answer typed in,
-its visible test passing, a catalogued mistake named, and nbgrader's Validate button."""
+"""Notebook 05 as a student meets it: a fresh release, an answer typed in, its visible test
+passing, a catalogued mistake named, and nbgrader's Validate button. (Its slider answering the
+keyboard is checked in tests/browser/test_first_hour.py, during the Run All every notebook gets.)"""
 import pathlib
 
 import pytest
@@ -30,31 +31,6 @@ def fresh_lab(tmp_path_factory):
     root = prepare_root(work, ROOT / "notebooks", ROOT / "solutions", filled=False)
     with jupyterlab(root, work) as url:
         yield url
-
-
-def test_the_widget_responds_to_the_keyboard(page, lab):
-    url, _ = lab
-    notebook = Notebook(page, url, PATH)
-    notebook.run_all()
-
-    slider = page.locator(".widget-slider").first
-    slider.scroll_into_view_if_needed()
-    output = page.locator(".widget-output").first
-    page.wait_for_function(
-        "() => document.querySelector('.widget-output img') !== null", timeout=60_000)
-    before_html = output.inner_html()
-    before_image = output.locator("img").first.get_attribute("src")
-    before_value = page.locator(".widget-slider .widget-readout").first.inner_text()
-
-    slider.locator(".noUi-handle").focus()
-    for _ in range(3):
-        page.keyboard.press("ArrowRight")
-    page.wait_for_function(
-        "before => document.querySelector('.widget-output img') && document.querySelector('.widget-output img').src !== before",
-        arg=before_image, timeout=60_000,
-    )
-    assert page.locator(".widget-slider .widget-readout").first.inner_text() != before_value
-    assert output.inner_html() != before_html
 
 
 def test_typed_answer_passes_and_a_mistake_is_named(page, fresh_lab):
